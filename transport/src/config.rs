@@ -1,0 +1,118 @@
+//! Loading YAML config files into typed structs, with errors that name the file, the key and
+//! the problem, and map to Salt's exit codes.
+
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+
+/// Salt's exit code for bad usage or a bad config value (`EX_USAGE`).
+pub const EX_USAGE: i32 = 64;
+/// Salt's exit code when a service is unavailable (`EX_UNAVAILABLE`).
+pub const EX_UNAVAILABLE: i32 = 69;
+/// Salt's exit code when a file cannot be created (`EX_CANTCREAT`).
+pub const EX_CANTCREAT: i32 = 73;
+/// Salt's exit code for a permission problem (`EX_NOPERM`).
+pub const EX_NOPERM: i32 = 77;
+
+/// A config file that could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not valid YAML, has an unknown key, or a value of the wrong type.
+    #[error("invalid config file {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    /// A value is well-typed but not acceptable.
+    #[error("invalid config file {path}: key {key:?}: {message}")]
+    Value {
+        path: PathBuf,
+        key: String,
+        message: String,
+    },
+}
+
+impl ConfigError {
+    /// The exit code Salt would use for this problem.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            ConfigError::Read { source, .. }
+                if source.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                EX_NOPERM
+            }
+            _ => EX_USAGE,
+        }
+    }
+}
+
+/// Reads `path` as YAML into `T`. A missing file gives `T::default()` unless `required`.
+/// An empty file is the default too, as in Salt.
+pub fn load_yaml<T: DeserializeOwned + Default>(path: &Path, required: bool) -> Result<T, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => return Ok(T::default()),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    if text.trim().is_empty() {
+        return Ok(T::default());
+    }
+    serde_yaml_ng::from_str(&text).map_err(|e| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        message: e.to_string().replace("unknown field", "unknown key"),
+    })
+}
+
+/// Salt's `root_dir` rule: an absolute path is placed under `root_dir`, unless it already is.
+pub fn rooted(root_dir: &Path, path: &Path) -> PathBuf {
+    if root_dir == Path::new("/") || path.starts_with(root_dir) {
+        return path.to_path_buf();
+    }
+    match path.strip_prefix("/") {
+        Ok(rel) => root_dir.join(rel),
+        Err(_) => root_dir.join(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Default, serde::Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    struct Sample {
+        port: u16,
+    }
+
+    #[test]
+    fn errors_name_file_and_key() {
+        let dir = std::env::temp_dir().join(format!("saltq-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("master");
+        std::fs::write(&f, "prot: 1\n").unwrap();
+        let e = load_yaml::<Sample>(&f, true).unwrap_err().to_string();
+        assert!(e.contains("master") && e.contains("unknown key `prot`"), "{e}");
+        std::fs::write(&f, "port: abc\n").unwrap();
+        let e = load_yaml::<Sample>(&f, true).unwrap_err().to_string();
+        assert!(e.contains("port") && e.contains("invalid type"), "{e}");
+        assert_eq!(load_yaml::<Sample>(&dir.join("none"), false).unwrap().port, 0);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn root_dir_prefixes_absolute_paths() {
+        let r = Path::new("/tmp/r");
+        assert_eq!(rooted(r, Path::new("/etc/saltq/pki")), Path::new("/tmp/r/etc/saltq/pki"));
+        assert_eq!(rooted(r, Path::new("/tmp/r/x")), Path::new("/tmp/r/x"));
+        assert_eq!(rooted(Path::new("/"), Path::new("/etc")), Path::new("/etc"));
+    }
+}

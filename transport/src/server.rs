@@ -1,0 +1,325 @@
+//! The master's listeners: gRPC over HTTP/3 (QUIC, UDP) and gRPC over HTTP/2 (TLS, TCP),
+//! normally on the same port number, serving the same tonic routes.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::pki_types::CertificateDer;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tonic::body::Body;
+use tonic::transport::server::Connected;
+use tower::Service;
+use tracing::{debug, info, warn};
+
+use crate::identity::{self, PeerInfo, Transport};
+use crate::pki::CertKey;
+use crate::tls::{self, Trust};
+
+/// Limits applied to every connection.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest message accepted or sent, in bytes (RESOURCE_EXHAUSTED beyond it).
+    pub max_message_size: usize,
+    /// A peer silent for this long is considered gone.
+    pub idle_timeout: Duration,
+    /// How often to ping an otherwise idle peer.
+    pub keep_alive: Duration,
+    /// Concurrent streams one connection may have open.
+    pub max_concurrent_streams: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_message_size: 16 * 1024 * 1024,
+            idle_timeout: Duration::from_secs(10),
+            keep_alive: Duration::from_secs(3),
+            max_concurrent_streams: 256,
+        }
+    }
+}
+
+/// Where to listen. `None` turns a listener off.
+#[derive(Debug, Clone)]
+pub struct ListenConfig {
+    /// UDP address for QUIC.
+    pub quic: Option<SocketAddr>,
+    /// TCP address for HTTP/2.
+    pub h2: Option<SocketAddr>,
+}
+
+/// Errors binding the listeners.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    /// The address could not be bound (in use, not permitted, no such interface).
+    #[error("cannot listen on {transport} {addr}: {source}")]
+    Bind {
+        transport: &'static str,
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    /// TLS configuration failed.
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
+    /// Neither listener is enabled.
+    #[error("both the QUIC and the HTTP/2 listeners are turned off")]
+    NothingToServe,
+}
+
+/// Bound sockets, ready to serve.
+pub struct Listeners {
+    quic: Option<quinn::Endpoint>,
+    h2: Option<(TcpListener, Arc<rustls::ServerConfig>)>,
+    trust: Trust,
+    limits: Limits,
+}
+
+impl Listeners {
+    /// Binds both listeners. With port 0 for both on the same host, the TCP port chosen by the
+    /// system is reused for UDP, so one number serves both.
+    pub async fn bind(
+        cfg: &ListenConfig,
+        identity: &CertKey,
+        trust: Trust,
+        limits: Limits,
+    ) -> Result<Listeners, BindError> {
+        if cfg.quic.is_none() && cfg.h2.is_none() {
+            return Err(BindError::NothingToServe);
+        }
+        let h2 = match cfg.h2 {
+            Some(addr) => {
+                let l = TcpListener::bind(addr)
+                    .await
+                    .map_err(|source| BindError::Bind {
+                        transport: "tcp",
+                        addr,
+                        source,
+                    })?;
+                let tls = tls::server_config(identity, &trust, tls::ALPN_H2)?;
+                Some((l, Arc::new(tls)))
+            }
+            None => None,
+        };
+        let quic = match cfg.quic {
+            Some(mut addr) => {
+                if addr.port() == 0 {
+                    if let Some((l, _)) = &h2 {
+                        let tcp = l.local_addr().map_err(|source| BindError::Bind {
+                            transport: "tcp",
+                            addr,
+                            source,
+                        })?;
+                        if tcp.ip() == addr.ip() {
+                            addr.set_port(tcp.port());
+                        }
+                    }
+                }
+                let mut tls = tls::server_config(identity, &trust, tls::ALPN_H3)?;
+                tls.max_early_data_size = 0;
+                let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(|e| {
+                    tls::TlsError::Anchor(format!("quic server config: {e}"))
+                })?;
+                let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+                server.transport_config(Arc::new(transport_config(&limits)));
+                let ep = quinn::Endpoint::server(server, addr).map_err(|source| BindError::Bind {
+                    transport: "udp",
+                    addr,
+                    source,
+                })?;
+                Some(ep)
+            }
+            None => None,
+        };
+        Ok(Listeners {
+            quic,
+            h2,
+            trust,
+            limits,
+        })
+    }
+
+    /// The bound QUIC (UDP) address.
+    pub fn quic_addr(&self) -> Option<SocketAddr> {
+        self.quic.as_ref().and_then(|e| e.local_addr().ok())
+    }
+
+    /// The bound HTTP/2 (TCP) address.
+    pub fn h2_addr(&self) -> Option<SocketAddr> {
+        self.h2.as_ref().and_then(|(l, _)| l.local_addr().ok())
+    }
+
+    /// Serves `svc` on both listeners until `shutdown` turns true.
+    pub async fn serve<S>(self, svc: S, mut shutdown: watch::Receiver<bool>)
+    where
+        S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>
+            + Clone
+            + Send
+            + 'static,
+        S::Future: Send,
+    {
+        let mut tasks = tokio::task::JoinSet::new();
+        if let Some(ep) = self.quic {
+            let svc = svc.clone();
+            let trust = self.trust.clone();
+            let mut stop = shutdown.clone();
+            tasks.spawn(async move {
+                loop {
+                    tokio::select! {
+                        inc = ep.accept() => match inc {
+                            Some(inc) => { tokio::spawn(crate::h3::serve_connection(inc, svc.clone(), trust.clone())); }
+                            None => break,
+                        },
+                        _ = stop.wait_for(|s| *s) => break,
+                    }
+                }
+                ep.close(0u32.into(), b"master shutting down");
+                let _ = tokio::time::timeout(Duration::from_secs(2), ep.wait_idle()).await;
+            });
+        }
+        if let Some((listener, tls)) = self.h2 {
+            let trust = self.trust.clone();
+            let limits = self.limits.clone();
+            let stop = shutdown.clone();
+            tasks.spawn(serve_h2(listener, tls, trust, limits, svc, stop));
+        }
+        let _ = shutdown.wait_for(|s| *s).await;
+        while tasks.join_next().await.is_some() {}
+        info!("listeners stopped");
+    }
+}
+
+fn transport_config(limits: &Limits) -> quinn::TransportConfig {
+    let mut t = quinn::TransportConfig::default();
+    t.max_idle_timeout(limits.idle_timeout.try_into().ok());
+    t.keep_alive_interval(Some(limits.keep_alive));
+    t.max_concurrent_bidi_streams(limits.max_concurrent_streams.into());
+    t.max_concurrent_uni_streams(16u32.into());
+    t
+}
+
+/// Client-side QUIC transport settings: keep-alive so a dead master is noticed within seconds.
+pub fn client_transport_config(limits: &Limits) -> quinn::TransportConfig {
+    transport_config(limits)
+}
+
+/// A TLS connection over TCP with the identity of its peer, for tonic's HTTP/2 server.
+struct H2Conn {
+    io: tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
+    info: PeerInfo,
+}
+
+impl Connected for H2Conn {
+    type ConnectInfo = PeerInfo;
+    fn connect_info(&self) -> PeerInfo {
+        self.info.clone()
+    }
+}
+
+impl AsyncRead for H2Conn {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for H2Conn {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_flush(cx)
+    }
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+async fn serve_h2<S>(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    trust: Trust,
+    limits: Limits,
+    svc: S,
+    mut stop: watch::Receiver<bool>,
+) where
+    S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<H2Conn, std::io::Error>>(64);
+    let accept_stop = stop.clone();
+    // Handshakes run in their own tasks so a slow or hostile peer cannot hold up the others.
+    tokio::spawn(async move {
+        let mut accept_stop = accept_stop;
+        loop {
+            let (tcp, remote) = tokio::select! {
+                r = listener.accept() => match r {
+                    Ok(v) => v,
+                    Err(e) => { warn!("tcp accept failed: {e}"); continue; }
+                },
+                _ = accept_stop.wait_for(|s| *s) => break,
+            };
+            let _ = tcp.set_nodelay(true);
+            let acceptor = acceptor.clone();
+            let trust = trust.clone();
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let hs = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await;
+                let io = match hs {
+                    Ok(Ok(io)) => io,
+                    Ok(Err(e)) => return debug!(%remote, "tls handshake failed: {e}"),
+                    Err(_) => return debug!(%remote, "tls handshake timed out"),
+                };
+                let chain: Option<Vec<CertificateDer<'static>>> = io
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .map(|c| c.iter().map(|c| c.clone().into_owned()).collect());
+                match identity::identify(chain.as_deref(), &trust) {
+                    Ok(peer) => {
+                        let info = PeerInfo {
+                            peer,
+                            remote_addr: remote,
+                            transport: Transport::H2,
+                        };
+                        let _ = tx.send(Ok(H2Conn { io, info })).await;
+                    }
+                    Err(e) => warn!(%remote, "refusing tcp connection: {e}"),
+                }
+            });
+        }
+    });
+    let incoming = tokio_stream::wrappers::ReceiverStream::new(rx);
+    let res = tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(limits.keep_alive))
+        .http2_keepalive_timeout(Some(limits.idle_timeout))
+        .max_concurrent_streams(limits.max_concurrent_streams)
+        .serve_with_incoming_shutdown(svc, incoming, async move {
+            let _ = stop.wait_for(|s| *s).await;
+        })
+        .await;
+    if let Err(e) = res {
+        warn!("http/2 server stopped: {e}");
+    }
+}

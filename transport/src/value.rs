@@ -1,0 +1,108 @@
+//! Conversions between JSON values (what saltq works with) and `google.protobuf.Value`
+//! (what the wire carries, so grpcurl shows arguments and returns as plain JSON).
+//!
+//! protobuf numbers are doubles: an integral double within i64 range comes back as an integer,
+//! so `1` round-trips as `1`, and `1.0` also comes back as `1`.
+
+use prost_types::value::Kind;
+use prost_types::{ListValue, Struct, Value};
+use serde_json::{Map, Number, Value as Json};
+
+/// JSON to protobuf `Value`.
+pub fn to_prost(v: &Json) -> Value {
+    let kind = match v {
+        Json::Null => Kind::NullValue(0),
+        Json::Bool(b) => Kind::BoolValue(*b),
+        Json::Number(n) => Kind::NumberValue(n.as_f64().unwrap_or(0.0)),
+        Json::String(s) => Kind::StringValue(s.clone()),
+        Json::Array(a) => Kind::ListValue(ListValue {
+            values: a.iter().map(to_prost).collect(),
+        }),
+        Json::Object(m) => Kind::StructValue(map_to_struct(m)),
+    };
+    Value { kind: Some(kind) }
+}
+
+/// protobuf `Value` to JSON.
+pub fn from_prost(v: &Value) -> Json {
+    match &v.kind {
+        None | Some(Kind::NullValue(_)) => Json::Null,
+        Some(Kind::BoolValue(b)) => Json::Bool(*b),
+        Some(Kind::NumberValue(n)) => number(*n),
+        Some(Kind::StringValue(s)) => Json::String(s.clone()),
+        Some(Kind::ListValue(l)) => Json::Array(l.values.iter().map(from_prost).collect()),
+        Some(Kind::StructValue(s)) => Json::Object(struct_to_map(s)),
+    }
+}
+
+fn number(n: f64) -> Json {
+    if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 {
+        Json::Number(Number::from(n as i64))
+    } else {
+        Number::from_f64(n).map_or(Json::Null, Json::Number)
+    }
+}
+
+/// JSON object to protobuf `Struct`.
+pub fn map_to_struct(m: &Map<String, Json>) -> Struct {
+    Struct {
+        fields: m.iter().map(|(k, v)| (k.clone(), to_prost(v))).collect(),
+    }
+}
+
+/// protobuf `Struct` to JSON object.
+pub fn struct_to_map(s: &Struct) -> Map<String, Json> {
+    // BTreeMap order: protobuf maps carry no order, so keys come back sorted.
+    s.fields
+        .iter()
+        .map(|(k, v)| (k.clone(), from_prost(v)))
+        .collect()
+}
+
+/// An optional `Struct` to a JSON object (empty when absent).
+pub fn opt_struct(s: Option<&Struct>) -> Map<String, Json> {
+    s.map(struct_to_map).unwrap_or_default()
+}
+
+/// JSON to `Struct`: objects map directly, anything else is an empty struct.
+pub fn json_to_struct(v: &Json) -> Struct {
+    match v {
+        Json::Object(m) => map_to_struct(m),
+        _ => Struct::default(),
+    }
+}
+
+/// A list of JSON values to `ListValue`.
+pub fn to_list(v: &[Json]) -> ListValue {
+    ListValue {
+        values: v.iter().map(to_prost).collect(),
+    }
+}
+
+/// `ListValue` to a JSON array.
+pub fn from_list(l: Option<&ListValue>) -> Vec<Json> {
+    l.map(|l| l.values.iter().map(from_prost).collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn round_trip_keeps_json_shapes() {
+        for v in [
+            json!(null),
+            json!(true),
+            json!(3),
+            json!(-7),
+            json!(1.5),
+            json!("hi"),
+            json!([1, "a", [null]]),
+            json!({"a": {"b": [1, 2, {"c": false}]}}),
+        ] {
+            assert_eq!(from_prost(&to_prost(&v)), v, "{v}");
+        }
+    }
+}
