@@ -261,8 +261,8 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Channel, ConnectError> {
         TransportKind::Quic => {
             let tls = tls::client_config(&opts.identity, &opts.trust, tls::ALPN_H3)
                 .map_err(|e| fail(&e))?;
-            let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
-                .map_err(|e| fail(&e))?;
+            let crypto =
+                quinn::crypto::rustls::QuicClientConfig::try_from(tls).map_err(|e| fail(&e))?;
             let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
             cfg.transport_config(Arc::new(client_transport_config(&opts.limits)));
             let bind: SocketAddr = if addr.is_ipv6() {
@@ -302,15 +302,13 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Channel, ConnectError> {
                     Ok::<_, std::io::Error>(TokioIo::new(tls))
                 }
             });
-            let endpoint = tonic::transport::Endpoint::from_shared(format!(
-                "https://{}",
-                opts.address()
-            ))
-            .map_err(|e| fail(&e))?
-            .connect_timeout(opts.connect_timeout)
-            .http2_keep_alive_interval(opts.limits.keep_alive)
-            .keep_alive_timeout(opts.limits.idle_timeout)
-            .keep_alive_while_idle(true);
+            let endpoint =
+                tonic::transport::Endpoint::from_shared(format!("https://{}", opts.address()))
+                    .map_err(|e| fail(&e))?
+                    .connect_timeout(opts.connect_timeout)
+                    .http2_keep_alive_interval(opts.limits.keep_alive)
+                    .keep_alive_timeout(opts.limits.idle_timeout)
+                    .keep_alive_while_idle(true);
             let ch = endpoint
                 .connect_with_connector(svc)
                 .await

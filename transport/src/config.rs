@@ -52,7 +52,10 @@ impl ConfigError {
 
 /// Reads `path` as YAML into `T`. A missing file gives `T::default()` unless `required`.
 /// An empty file is the default too, as in Salt.
-pub fn load_yaml<T: DeserializeOwned + Default>(path: &Path, required: bool) -> Result<T, ConfigError> {
+pub fn load_yaml<T: DeserializeOwned + Default>(
+    path: &Path,
+    required: bool,
+) -> Result<T, ConfigError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => return Ok(T::default()),
@@ -83,6 +86,44 @@ pub fn rooted(root_dir: &Path, path: &Path) -> PathBuf {
     }
 }
 
+/// Sets up `tracing` with a Salt log level name (`warning`, `debug`, ...), as text or JSON lines.
+pub fn init_tracing(level: &str, json: bool) {
+    let filter = match level {
+        "quiet" => "off",
+        "critical" | "error" => "error",
+        "warning" => "warn",
+        "info" | "profile" => "info",
+        "debug" => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SALTQ_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+pub async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = ctrl_c.await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term.recv() => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,18 +141,27 @@ mod tests {
         let f = dir.join("master");
         std::fs::write(&f, "prot: 1\n").unwrap();
         let e = load_yaml::<Sample>(&f, true).unwrap_err().to_string();
-        assert!(e.contains("master") && e.contains("unknown key `prot`"), "{e}");
+        assert!(
+            e.contains("master") && e.contains("unknown key `prot`"),
+            "{e}"
+        );
         std::fs::write(&f, "port: abc\n").unwrap();
         let e = load_yaml::<Sample>(&f, true).unwrap_err().to_string();
         assert!(e.contains("port") && e.contains("invalid type"), "{e}");
-        assert_eq!(load_yaml::<Sample>(&dir.join("none"), false).unwrap().port, 0);
+        assert_eq!(
+            load_yaml::<Sample>(&dir.join("none"), false).unwrap().port,
+            0
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
     fn root_dir_prefixes_absolute_paths() {
         let r = Path::new("/tmp/r");
-        assert_eq!(rooted(r, Path::new("/etc/saltq/pki")), Path::new("/tmp/r/etc/saltq/pki"));
+        assert_eq!(
+            rooted(r, Path::new("/etc/saltq/pki")),
+            Path::new("/tmp/r/etc/saltq/pki")
+        );
         assert_eq!(rooted(r, Path::new("/tmp/r/x")), Path::new("/tmp/r/x"));
         assert_eq!(rooted(Path::new("/"), Path::new("/etc")), Path::new("/etc"));
     }

@@ -27,7 +27,10 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The receiving half of an h3 request stream, on either side.
 trait RecvHalf: Send + 'static {
-    fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, h3::error::StreamError>>;
+    fn poll_data(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Bytes>, h3::error::StreamError>>;
     fn poll_trailers(
         &mut self,
         cx: &mut Context<'_>,
@@ -257,7 +260,10 @@ pub struct H3Channel {
 
 impl H3Channel {
     /// Starts HTTP/3 on an established QUIC connection. `authority` is `host:port`.
-    pub(crate) async fn new(conn: quinn::Connection, authority: &str) -> Result<H3Channel, BoxError> {
+    pub(crate) async fn new(
+        conn: quinn::Connection,
+        authority: &str,
+    ) -> Result<H3Channel, BoxError> {
         let (mut driver, send_request) =
             h3::client::new(h3_quinn::Connection::new(conn.clone())).await?;
         tokio::spawn(async move {

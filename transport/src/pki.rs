@@ -459,7 +459,10 @@ mod tests {
         let s = subject(&der).unwrap();
         assert_eq!(s.common_name.as_deref(), Some("web1"));
         assert!(s.self_issued);
-        assert_eq!(spki_from_pem(&s.public_key_pem).map(|k| fingerprint_spki(&k)), Some(s.fingerprint));
+        assert_eq!(
+            spki_from_pem(&s.public_key_pem).map(|k| fingerprint_spki(&k)),
+            Some(s.fingerprint)
+        );
         let _ = fs::remove_dir_all(dir);
     }
 }

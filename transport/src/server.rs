@@ -121,16 +121,16 @@ impl Listeners {
                 }
                 let mut tls = tls::server_config(identity, &trust, tls::ALPN_H3)?;
                 tls.max_early_data_size = 0;
-                let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(|e| {
-                    tls::TlsError::Anchor(format!("quic server config: {e}"))
-                })?;
+                let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)
+                    .map_err(|e| tls::TlsError::Anchor(format!("quic server config: {e}")))?;
                 let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
                 server.transport_config(Arc::new(transport_config(&limits)));
-                let ep = quinn::Endpoint::server(server, addr).map_err(|source| BindError::Bind {
-                    transport: "udp",
-                    addr,
-                    source,
-                })?;
+                let ep =
+                    quinn::Endpoint::server(server, addr).map_err(|source| BindError::Bind {
+                        transport: "udp",
+                        addr,
+                        source,
+                    })?;
                 Some(ep)
             }
             None => None,

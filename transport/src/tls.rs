@@ -187,7 +187,11 @@ impl ClientCertVerifier for MasterClientVerifier {
 }
 
 /// The master's server-side TLS configuration for one ALPN protocol.
-pub fn server_config(identity: &CertKey, trust: &Trust, alpn: &[u8]) -> Result<ServerConfig, TlsError> {
+pub fn server_config(
+    identity: &CertKey,
+    trust: &Trust,
+    alpn: &[u8],
+) -> Result<ServerConfig, TlsError> {
     let verifier = Arc::new(MasterClientVerifier {
         trust: trust.clone(),
     });

@@ -1,0 +1,313 @@
+//! `saltq`: the salt, salt-run and salt-key command lines on saltq's transport.
+//! This file only parses arguments and dispatches; each command lives in its own module.
+
+mod batch;
+mod connect;
+mod exit;
+mod job;
+mod key;
+mod misc;
+mod output;
+
+use clap::{CommandFactory, FromArgMatches, Parser};
+
+use connect::ConnectArgs;
+use output::OutputArgs;
+use saltq_transport::Channel;
+
+/// Run commands on minions: `saltq TARGET FUNCTION [ARGS...]`, as `salt`.
+#[derive(Parser)]
+#[command(
+    name = "saltq",
+    version,
+    override_usage = "saltq [OPTIONS] TARGET FUNCTION [ARGS]...\n       saltq <run|key|jobs|events|pki|completions|manpage> [OPTIONS] ...",
+    after_help = "Subcommands: run (salt-run), key (salt-key), jobs, events, pki, completions, manpage.\nA minion whose id is a subcommand word is reachable with -L."
+)]
+struct JobCli {
+    #[command(flatten)]
+    conn: ConnectArgs,
+    #[command(flatten)]
+    out: OutputArgs,
+    /// Log level for the CLI itself.
+    #[arg(
+        short = 'l',
+        long = "log-level",
+        default_value = "warning",
+        global = true
+    )]
+    log_level: String,
+    #[command(flatten)]
+    job: job::JobArgs,
+}
+
+/// The subcommands.
+#[derive(Parser)]
+#[command(name = "saltq", version)]
+struct SubCli {
+    #[command(flatten)]
+    conn: ConnectArgs,
+    #[command(flatten)]
+    out: OutputArgs,
+    /// Log level for the CLI itself.
+    #[arg(long = "log-level", default_value = "warning", global = true)]
+    log_level: String,
+    #[command(subcommand)]
+    cmd: Sub,
+}
+
+#[derive(clap::Subcommand)]
+enum Sub {
+    /// Run a runner on the master (salt-run).
+    Run(misc::RunArgs),
+    /// Manage minion keys (salt-key).
+    Key(key::KeyArgs),
+    /// Look up jobs.
+    #[command(subcommand)]
+    Jobs(misc::JobsCmd),
+    /// Print the master's events as they happen.
+    Events(misc::EventsArgs),
+    /// Issue certificates from the master's CA (on the master host).
+    #[command(subcommand)]
+    Pki(misc::PkiCmd),
+    /// Print shell completions.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    Manpage,
+}
+
+const SUBCOMMANDS: &[&str] = &[
+    "run",
+    "key",
+    "jobs",
+    "events",
+    "pki",
+    "completions",
+    "manpage",
+    "help",
+];
+
+/// Whether argv selects a subcommand: its first positional word is one, and no target flag
+/// came before it (so `saltq -L run test.ping` targets a minion named `run`).
+fn is_subcommand(argv: &[String]) -> bool {
+    let cmd = JobCli::command();
+    let mut i = 1;
+    while i < argv.len() {
+        let a = &argv[i];
+        if a == "--" {
+            return false;
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            if long.contains('=') {
+                i += 1;
+                continue;
+            }
+            let takes = cmd
+                .get_arguments()
+                .any(|x| x.get_long() == Some(long) && x.get_action().takes_values());
+            if matches!(
+                long,
+                "pcre"
+                    | "list"
+                    | "grain"
+                    | "grain-pcre"
+                    | "pillar"
+                    | "pillar-pcre"
+                    | "ipcidr"
+                    | "compound"
+                    | "nodegroup"
+                    | "range"
+            ) {
+                return false;
+            }
+            i += if takes { 2 } else { 1 };
+            continue;
+        }
+        if let Some(shorts) = a.strip_prefix('-').filter(|s| !s.is_empty()) {
+            let mut skip = 1;
+            for (n, c) in shorts.chars().enumerate() {
+                if "ELGPIJSCNR".contains(c) {
+                    return false;
+                }
+                let takes = cmd
+                    .get_arguments()
+                    .any(|x| x.get_short() == Some(c) && x.get_action().takes_values());
+                if takes {
+                    if n + 1 == shorts.len() {
+                        skip = 2;
+                    }
+                    break;
+                }
+            }
+            i += skip;
+            continue;
+        }
+        return SUBCOMMANDS.contains(&a.as_str());
+    }
+    false
+}
+
+/// Dials the master, printing why on failure and returning the exit code.
+pub async fn dial(conn: &ConnectArgs) -> Result<Channel, i32> {
+    let opts = match conn.options() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("saltq: {e:#}");
+            return Err(exit::USAGE);
+        }
+    };
+    saltq_transport::connect(&opts).await.map_err(|e| {
+        eprintln!("saltq: {e}");
+        exit::UNAVAILABLE
+    })
+}
+
+/// Reports an RPC that failed for reasons of transport or permission, naming the cause.
+pub fn report_rpc_failure(ch: &Channel, s: &tonic::Status) -> i32 {
+    let text = format!(
+        "{} {:?} {}",
+        s.message(),
+        s,
+        ch.close_reason().unwrap_or_default()
+    );
+    let kind = saltq_transport::client::classify_text(&text);
+    match (s.code(), kind) {
+        (tonic::Code::PermissionDenied, _) => {
+            eprintln!("saltq: permission denied: {}", s.message());
+            exit::NOPERM
+        }
+        (_, saltq_transport::client::FailureKind::Other) => {
+            eprintln!(
+                "saltq: the master answered with an error ({:?}): {}",
+                s.code(),
+                s.message()
+            );
+            exit::GENERIC
+        }
+        (_, k) => {
+            eprintln!(
+                "saltq: request to the master failed: {} ({})",
+                k.describe(),
+                s.message()
+            );
+            exit::UNAVAILABLE
+        }
+    }
+}
+
+fn full_command() -> clap::Command {
+    let subs: Vec<clap::Command> = SubCli::command().get_subcommands().cloned().collect();
+    JobCli::command()
+        .subcommands(subs)
+        .args_conflicts_with_subcommands(true)
+}
+
+fn main() {
+    let argv: Vec<String> = std::env::args().collect();
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("saltq: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let code = if is_subcommand(&argv) {
+        let cli = match SubCli::command()
+            .try_get_matches_from(&argv)
+            .and_then(|m| SubCli::from_arg_matches(&m))
+        {
+            Ok(c) => c,
+            Err(e) => {
+                let code = if e.use_stderr() {
+                    exit::USAGE
+                } else {
+                    exit::OK
+                };
+                let _ = e.print();
+                std::process::exit(code);
+            }
+        };
+        saltq_transport::config::init_tracing(&cli.log_level, false);
+        rt.block_on(async {
+            match &cli.cmd {
+                Sub::Run(a) => misc::run_runner(&cli.conn, &cli.out, a).await,
+                Sub::Key(a) => key::run(&cli.conn, &cli.out, a).await,
+                Sub::Jobs(c) => misc::jobs(&cli.conn, &cli.out, c).await,
+                Sub::Events(a) => misc::events(&cli.conn, a).await,
+                Sub::Pki(c) => misc::pki(&cli.conn, c),
+                Sub::Completions { shell } => {
+                    clap_complete::generate(
+                        *shell,
+                        &mut full_command(),
+                        "saltq",
+                        &mut std::io::stdout(),
+                    );
+                    exit::OK
+                }
+                Sub::Manpage => {
+                    match clap_mangen::Man::new(full_command()).render(&mut std::io::stdout()) {
+                        Ok(()) => exit::OK,
+                        Err(e) => {
+                            eprintln!("saltq: {e}");
+                            exit::GENERIC
+                        }
+                    }
+                }
+            }
+        })
+    } else {
+        let cli = match JobCli::command()
+            .try_get_matches_from(&argv)
+            .and_then(|m| JobCli::from_arg_matches(&m))
+        {
+            Ok(c) => c,
+            Err(e) => {
+                let code = if e.use_stderr() {
+                    exit::USAGE
+                } else {
+                    exit::OK
+                };
+                let _ = e.print();
+                std::process::exit(code);
+            }
+        };
+        saltq_transport::config::init_tracing(&cli.log_level, false);
+        rt.block_on(job::run(&cli.conn, &cli.out, &cli.job))
+    };
+    std::process::exit(code);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        std::iter::once("saltq")
+            .chain(s.split_whitespace())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn subcommand_detection() {
+        assert!(is_subcommand(&argv("key -L")));
+        assert!(is_subcommand(&argv("-c /tmp/x run jobs.list_jobs")));
+        assert!(is_subcommand(&argv("--out json jobs list")));
+        assert!(!is_subcommand(&argv("* test.ping")));
+        assert!(!is_subcommand(&argv("-L run test.ping")));
+        assert!(!is_subcommand(&argv("-t 3 web1 test.ping")));
+        assert!(!is_subcommand(&argv("-C G@os:x and run test.ping")));
+    }
+
+    #[test]
+    fn clap_definitions_are_valid() {
+        JobCli::command().debug_assert();
+        SubCli::command().debug_assert();
+        full_command().debug_assert();
+    }
+}

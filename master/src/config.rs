@@ -1,0 +1,262 @@
+//! The master's config file (`DIR/master`, YAML), with Salt's key names where the concept is
+//! Salt's. Raw YAML is validated into [`MasterConfig`] before any port is bound.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use saltq_semantics::target::Nodegroups;
+use saltq_transport::config::{ConfigError, load_yaml, rooted};
+use serde::Deserialize;
+
+/// The file as written: every key optional, unknown keys refused.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawConfig {
+    /// Prefix for every path below (Salt's `root_dir`).
+    pub root_dir: Option<PathBuf>,
+    /// The master's id (default: `<hostname>_master`).
+    pub id: Option<String>,
+    /// Address to listen on (Salt's `interface`).
+    pub interface: Option<IpAddr>,
+    /// Port for both listeners (Salt's `port`, the return port, default 4506).
+    pub port: Option<u16>,
+    /// Serve gRPC over HTTP/3 on QUIC (default true).
+    pub quic_enabled: Option<bool>,
+    /// UDP port for QUIC, when it should differ from `port`.
+    pub quic_port: Option<u16>,
+    /// Serve gRPC over HTTP/2 on TCP (default true).
+    pub h2_enabled: Option<bool>,
+    /// TCP port for HTTP/2, when it should differ from `port`.
+    pub h2_port: Option<u16>,
+    /// Certificates, CA and minion keys.
+    pub pki_dir: Option<PathBuf>,
+    /// Job cache and other state.
+    pub cachedir: Option<PathBuf>,
+    /// Accept every new minion key (Salt's `auto_accept`).
+    pub auto_accept: Option<bool>,
+    /// File of minion id globs whose keys are accepted on sight (Salt's `autosign_file`).
+    pub autosign_file: Option<PathBuf>,
+    /// Accept minions whose certificate our CA or an external CA issued, without the pending step.
+    pub accept_ca_signed_minions: Option<bool>,
+    /// PEM files of external CAs (e.g. cert-manager) trusted to issue minion certificates.
+    pub minion_ca_files: Option<Vec<PathBuf>>,
+    /// Extra names and addresses for the master's server certificate.
+    pub cert_sans: Option<Vec<String>>,
+    /// Log level: error, warning, info, debug, trace.
+    pub log_level: Option<String>,
+    /// Largest gRPC message, in bytes (default 16 MiB).
+    pub max_message_size: Option<usize>,
+    /// Seconds of silence after which a peer is considered gone (default 10).
+    pub idle_timeout: Option<f64>,
+    /// Seconds between keep-alive pings (default 3).
+    pub keep_alive: Option<f64>,
+    /// Concurrent streams per connection (default 256).
+    pub max_concurrent_streams: Option<u32>,
+    /// How long jobs stay in the job cache (Salt's `keep_jobs_seconds`, default 86400).
+    pub keep_jobs_seconds: Option<u64>,
+    /// Job cache backend: `sqlite` (default) or `postgres`.
+    pub job_cache: Option<String>,
+    /// PostgreSQL connection string for `job_cache: postgres`.
+    pub job_cache_postgres: Option<String>,
+    /// PostgreSQL schema for the job cache.
+    pub job_cache_postgres_schema: Option<String>,
+    /// Named compound targets (Salt's `nodegroups`).
+    pub nodegroups: Option<Nodegroups>,
+    /// Pillar roots: `{base: [dir, ...]}` (Salt's `pillar_roots`).
+    pub pillar_roots: Option<std::collections::BTreeMap<String, Vec<PathBuf>>>,
+    /// Fire `salt/presence/*` events (Salt's `presence_events`).
+    pub presence_events: Option<bool>,
+    /// Default seconds before find_job is asked (Salt's `timeout`, default 5).
+    pub timeout: Option<f64>,
+    /// Default seconds to wait for find_job answers (Salt's `gather_job_timeout`, default 10).
+    pub gather_job_timeout: Option<f64>,
+}
+
+/// The validated config the master runs with.
+#[derive(Debug, Clone)]
+pub struct MasterConfig {
+    /// Where the config was read from (for messages).
+    pub file: PathBuf,
+    /// The master's id.
+    pub id: String,
+    /// UDP address for QUIC, or off.
+    pub quic: Option<SocketAddr>,
+    /// TCP address for HTTP/2, or off.
+    pub h2: Option<SocketAddr>,
+    /// Certificates and minion keys.
+    pub pki_dir: PathBuf,
+    /// State.
+    pub cachedir: PathBuf,
+    /// Accept every minion key.
+    pub auto_accept: bool,
+    /// Globs of minion ids accepted on sight.
+    pub autosign_file: Option<PathBuf>,
+    /// Accept CA-issued minion certificates without the pending step.
+    pub accept_ca_signed_minions: bool,
+    /// External CAs for minion certificates.
+    pub minion_ca_files: Vec<PathBuf>,
+    /// Extra SANs.
+    pub cert_sans: Vec<String>,
+    /// Log level.
+    pub log_level: String,
+    /// Transport limits.
+    pub limits: saltq_transport::Limits,
+    /// Job retention.
+    pub keep_jobs: Duration,
+    /// Job cache backend.
+    pub job_cache: saltq_jobcache::CacheConfig,
+    /// Nodegroups.
+    pub nodegroups: Nodegroups,
+    /// Pillar roots of the `base` environment.
+    pub pillar_roots: Vec<PathBuf>,
+    /// Presence events on.
+    pub presence_events: bool,
+    /// Default timeout.
+    pub timeout: Duration,
+    /// Default gather_job_timeout.
+    pub gather_job_timeout: Duration,
+}
+
+/// Default config directory, as Salt's `/etc/salt`.
+pub const DEFAULT_CONFIG_DIR: &str = "/etc/saltq";
+
+impl MasterConfig {
+    /// Reads and validates `DIR/master`. A missing file means all defaults.
+    pub fn load(dir: &Path) -> Result<MasterConfig, ConfigError> {
+        let file = dir.join("master");
+        let raw: RawConfig = load_yaml(&file, false)?;
+        Self::from_raw(raw, file)
+    }
+
+    /// Validates raw values.
+    pub fn from_raw(raw: RawConfig, file: PathBuf) -> Result<MasterConfig, ConfigError> {
+        let bad = |key: &str, message: String| ConfigError::Value {
+            path: file.clone(),
+            key: key.into(),
+            message,
+        };
+        let root = raw.root_dir.clone().unwrap_or_else(|| PathBuf::from("/"));
+        if !root.is_absolute() {
+            return Err(bad(
+                "root_dir",
+                format!("{} is not an absolute path", root.display()),
+            ));
+        }
+        let path =
+            |p: Option<PathBuf>, default: &str| rooted(&root, &p.unwrap_or_else(|| default.into()));
+        let interface = raw.interface.unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        let port = raw.port.unwrap_or(4506);
+        let quic = raw
+            .quic_enabled
+            .unwrap_or(true)
+            .then(|| SocketAddr::new(interface, raw.quic_port.unwrap_or(port)));
+        let h2 = raw
+            .h2_enabled
+            .unwrap_or(true)
+            .then(|| SocketAddr::new(interface, raw.h2_port.unwrap_or(port)));
+        if quic.is_none() && h2.is_none() {
+            return Err(bad(
+                "quic_enabled",
+                "both quic_enabled and h2_enabled are false: nothing would listen".into(),
+            ));
+        }
+        let secs = |key: &str, v: Option<f64>, default: f64| -> Result<Duration, ConfigError> {
+            let v = v.unwrap_or(default);
+            if !(v.is_finite() && v > 0.0) {
+                return Err(bad(key, format!("{v} is not a positive number of seconds")));
+            }
+            Ok(Duration::from_secs_f64(v))
+        };
+        let log_level = raw.log_level.clone().unwrap_or_else(|| "warning".into());
+        check_log_level(&log_level).map_err(|m| bad("log_level", m))?;
+        let cachedir = path(raw.cachedir, "/var/cache/saltq/master");
+        let job_cache = match raw.job_cache.as_deref().unwrap_or("sqlite") {
+            "sqlite" => saltq_jobcache::CacheConfig::Sqlite {
+                path: cachedir.join("jobs.sqlite"),
+            },
+            "postgres" => saltq_jobcache::CacheConfig::Postgres {
+                url: raw.job_cache_postgres.clone().ok_or_else(|| {
+                    bad(
+                        "job_cache_postgres",
+                        "required when job_cache is postgres".into(),
+                    )
+                })?,
+                schema: raw.job_cache_postgres_schema.clone(),
+            },
+            other => {
+                return Err(bad(
+                    "job_cache",
+                    format!("unknown backend {other:?}: expected sqlite or postgres"),
+                ));
+            }
+        };
+        let max_message_size = raw.max_message_size.unwrap_or(16 * 1024 * 1024);
+        if max_message_size < 1024 {
+            return Err(bad(
+                "max_message_size",
+                format!("{max_message_size} bytes is too small (at least 1024)"),
+            ));
+        }
+        let id = match raw.id.clone() {
+            Some(id) if id.trim().is_empty() => return Err(bad("id", "must not be empty".into())),
+            Some(id) => id,
+            None => format!("{}_master", gethostname()),
+        };
+        Ok(MasterConfig {
+            id,
+            quic,
+            h2,
+            pki_dir: path(raw.pki_dir, "/etc/saltq/pki/master"),
+            cachedir,
+            auto_accept: raw.auto_accept.unwrap_or(false),
+            autosign_file: raw.autosign_file.map(|p| rooted(&root, &p)),
+            accept_ca_signed_minions: raw.accept_ca_signed_minions.unwrap_or(true),
+            minion_ca_files: raw
+                .minion_ca_files
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| rooted(&root, &p))
+                .collect(),
+            cert_sans: raw.cert_sans.unwrap_or_default(),
+            log_level,
+            limits: saltq_transport::Limits {
+                max_message_size,
+                idle_timeout: secs("idle_timeout", raw.idle_timeout, 10.0)?,
+                keep_alive: secs("keep_alive", raw.keep_alive, 3.0)?,
+                max_concurrent_streams: raw.max_concurrent_streams.unwrap_or(256),
+            },
+            keep_jobs: Duration::from_secs(raw.keep_jobs_seconds.unwrap_or(86400)),
+            job_cache,
+            nodegroups: raw.nodegroups.unwrap_or_default(),
+            pillar_roots: raw
+                .pillar_roots
+                .and_then(|mut m| m.remove("base"))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| rooted(&root, &p))
+                .collect(),
+            presence_events: raw.presence_events.unwrap_or(false),
+            timeout: secs("timeout", raw.timeout, 5.0)?,
+            gather_job_timeout: secs("gather_job_timeout", raw.gather_job_timeout, 10.0)?,
+            file,
+        })
+    }
+}
+
+/// Salt's log level names.
+pub fn check_log_level(level: &str) -> Result<(), String> {
+    match level {
+        "quiet" | "critical" | "error" | "warning" | "info" | "profile" | "debug" | "trace"
+        | "garbage" | "all" => Ok(()),
+        other => Err(format!(
+            "unknown log level {other:?}: expected one of quiet, critical, error, warning, info, debug, trace, all"
+        )),
+    }
+}
+
+fn gethostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "localhost".into())
+}

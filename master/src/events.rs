@@ -1,0 +1,121 @@
+//! The master's event bus: Salt's tags and data, each event stamped with `_stamp`.
+//!
+//! Firing never waits for subscribers. A subscriber that falls behind loses the oldest events
+//! and is told how many it missed, so a slow reader never slows the master or other readers.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tokio::sync::broadcast;
+
+/// One event.
+#[derive(Debug, Clone)]
+pub struct Event {
+    /// Salt's tag, e.g. `salt/job/<jid>/ret/<id>`.
+    pub tag: String,
+    /// Event data, including `_stamp`.
+    pub data: Map<String, Value>,
+}
+
+/// Handle to the bus; cheap to clone.
+#[derive(Clone)]
+pub struct EventBus {
+    tx: broadcast::Sender<Arc<Event>>,
+}
+
+/// Salt's `_stamp`: UTC, ISO 8601 with microseconds and no zone suffix.
+pub fn stamp() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.6f")
+        .to_string()
+}
+
+impl EventBus {
+    /// A bus that keeps up to `capacity` events for slow subscribers.
+    pub fn new(capacity: usize) -> EventBus {
+        let (tx, _) = broadcast::channel(capacity);
+        EventBus { tx }
+    }
+
+    /// Fires an event; `data` should be an object (anything else is wrapped as `{"data": ...}`).
+    pub fn fire(&self, tag: impl Into<String>, data: Value) {
+        let mut data = match data {
+            Value::Object(m) => m,
+            other => {
+                let mut m = Map::new();
+                m.insert("data".into(), other);
+                m
+            }
+        };
+        data.insert("_stamp".into(), Value::String(stamp()));
+        let event = Arc::new(Event {
+            tag: tag.into(),
+            data,
+        });
+        tracing::debug!(tag = %event.tag, "event");
+        // No subscriber is not an error.
+        let _ = self.tx.send(event);
+    }
+
+    /// A new subscription, seeing events fired from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.tx.subscribe()
+    }
+}
+
+/// Which tags a subscriber wants.
+#[derive(Debug, Clone)]
+pub enum TagFilter {
+    /// Every event.
+    All,
+    /// fnmatch glob.
+    Glob(String),
+    /// Tag starts with.
+    Prefix(String),
+    /// Regular expression (searched anywhere in the tag, anchor it to match whole tags).
+    Regex(regex::Regex),
+}
+
+impl TagFilter {
+    /// Whether `tag` passes.
+    pub fn matches(&self, tag: &str) -> bool {
+        match self {
+            TagFilter::All => true,
+            TagFilter::Glob(g) => saltq_semantics::target::fnmatch(g, tag),
+            TagFilter::Prefix(p) => tag.starts_with(p.as_str()),
+            TagFilter::Regex(r) => r.is_match(tag),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn slow_subscriber_is_told_what_it_missed() {
+        let bus = EventBus::new(4);
+        let mut slow = bus.subscribe();
+        for i in 0..10 {
+            bus.fire(format!("t/{i}"), json!({"i": i}));
+        }
+        match slow.recv().await {
+            Err(broadcast::error::RecvError::Lagged(n)) => assert_eq!(n, 6),
+            other => panic!("expected lag, got {other:?}"),
+        }
+        let next = slow.recv().await.unwrap();
+        assert_eq!(next.tag, "t/6");
+        assert!(next.data.contains_key("_stamp"));
+    }
+
+    #[test]
+    fn filters() {
+        assert!(TagFilter::Glob("salt/job/*/ret/*".into()).matches("salt/job/1/ret/m"));
+        assert!(!TagFilter::Glob("salt/job/*/new".into()).matches("salt/auth"));
+        assert!(TagFilter::Prefix("salt/job/".into()).matches("salt/job/1/new"));
+        assert!(
+            TagFilter::Regex(regex::Regex::new("^salt/(auth|key)$").unwrap()).matches("salt/key")
+        );
+    }
+}

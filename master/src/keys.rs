@@ -1,0 +1,464 @@
+//! Minion keys with Salt's four states and directory layout under `pki_dir`:
+//! `minions` (accepted), `minions_pre` (pending), `minions_rejected`, `minions_denied`.
+//!
+//! A minion's key is the public key of the certificate it connects with. The rules are Salt's:
+//! an unknown key is pending until accepted (or accepted at once by `auto_accept` or an
+//! `autosign_file` glob); a rejected id stays out; a key that differs from the accepted one for
+//! the same id is denied, never silently accepted.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use saltq_semantics::target::fnmatch;
+use saltq_transport::Issuer;
+use saltq_transport::pki::{self, fingerprint_spki, spki_from_pem};
+
+/// Salt's key states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum KeyState {
+    /// `minions`.
+    Accepted,
+    /// `minions_pre`.
+    Pending,
+    /// `minions_rejected`.
+    Rejected,
+    /// `minions_denied`.
+    Denied,
+}
+
+impl KeyState {
+    /// All states, in salt-key's listing order.
+    pub const ALL: [KeyState; 4] = [
+        KeyState::Accepted,
+        KeyState::Pending,
+        KeyState::Rejected,
+        KeyState::Denied,
+    ];
+
+    /// The directory name under `pki_dir`.
+    pub fn dir(self) -> &'static str {
+        match self {
+            KeyState::Accepted => "minions",
+            KeyState::Pending => "minions_pre",
+            KeyState::Rejected => "minions_rejected",
+            KeyState::Denied => "minions_denied",
+        }
+    }
+}
+
+/// What happened when a minion presented its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Accepted: the minion may subscribe, return and fire events.
+    Accepted,
+    /// Waiting for `saltq key -a`.
+    Pending,
+    /// Its id is rejected.
+    Rejected,
+    /// Its key differs from the one on record.
+    Denied,
+}
+
+impl Admission {
+    /// Salt's `act` in `salt/auth` events.
+    pub fn act(self) -> &'static str {
+        match self {
+            Admission::Accepted => "accept",
+            Admission::Pending => "pend",
+            Admission::Rejected => "reject",
+            Admission::Denied => "denied",
+        }
+    }
+}
+
+/// Policy for new keys.
+#[derive(Debug, Clone)]
+pub struct KeyPolicy {
+    /// Salt's `auto_accept`.
+    pub auto_accept: bool,
+    /// Salt's `autosign_file`.
+    pub autosign_file: Option<PathBuf>,
+    /// Accept certificates issued by a trusted CA without the pending step.
+    pub accept_ca_signed: bool,
+}
+
+/// Errors reading or changing keys.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// A key file could not be read, written, moved or removed.
+    #[error("key store {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The minion id cannot be a key file name.
+    #[error("invalid minion id {0:?}: ids may not be empty, '.', '..' or contain '/' or NUL")]
+    InvalidId(String),
+    /// A PEM write failed.
+    #[error(transparent)]
+    Pki(#[from] pki::PkiError),
+}
+
+/// The key directories, mirrored in memory (the master is their only writer).
+pub struct KeyStore {
+    dir: PathBuf,
+    policy: KeyPolicy,
+    keys: Mutex<BTreeMap<(KeyState, String), String>>,
+}
+
+fn valid_id(id: &str) -> bool {
+    !(id.is_empty() || id == "." || id == ".." || id.contains('/') || id.contains('\0'))
+}
+
+fn same_key(a: &str, b: &str) -> bool {
+    match (spki_from_pem(a), spki_from_pem(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a.trim() == b.trim(),
+    }
+}
+
+impl KeyStore {
+    /// Opens (and creates) the key directories under `pki_dir`.
+    pub fn open(pki_dir: &Path, policy: KeyPolicy) -> Result<KeyStore, KeyError> {
+        let mut keys = BTreeMap::new();
+        for state in KeyState::ALL {
+            let d = pki_dir.join(state.dir());
+            std::fs::create_dir_all(&d).map_err(|source| KeyError::Io {
+                path: d.clone(),
+                source,
+            })?;
+            let entries = std::fs::read_dir(&d).map_err(|source| KeyError::Io {
+                path: d.clone(),
+                source,
+            })?;
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.ends_with(".tmp") || !e.path().is_file() {
+                    continue;
+                }
+                if let Ok(pem) = std::fs::read_to_string(e.path()) {
+                    keys.insert((state, name), pem);
+                }
+            }
+        }
+        Ok(KeyStore {
+            dir: pki_dir.to_path_buf(),
+            policy,
+            keys: Mutex::new(keys),
+        })
+    }
+
+    fn path(&self, state: KeyState, id: &str) -> PathBuf {
+        self.dir.join(state.dir()).join(id)
+    }
+
+    fn put(
+        &self,
+        keys: &mut BTreeMap<(KeyState, String), String>,
+        state: KeyState,
+        id: &str,
+        pem: &str,
+    ) -> Result<(), KeyError> {
+        pki::write_public(&self.path(state, id), pem)?;
+        keys.insert((state, id.to_owned()), pem.to_owned());
+        Ok(())
+    }
+
+    fn remove(
+        &self,
+        keys: &mut BTreeMap<(KeyState, String), String>,
+        state: KeyState,
+        id: &str,
+    ) -> Result<(), KeyError> {
+        let p = self.path(state, id);
+        match std::fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(KeyError::Io { path: p, source }),
+        }
+        keys.remove(&(state, id.to_owned()));
+        Ok(())
+    }
+
+    fn autosigned(&self, id: &str) -> bool {
+        let Some(f) = &self.policy.autosign_file else {
+            return false;
+        };
+        std::fs::read_to_string(f)
+            .map(|text| {
+                text.lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                    .any(|glob| fnmatch(glob, id))
+            })
+            .unwrap_or(false)
+    }
+
+    /// Decides whether a minion presenting `pem` may in, recording new keys as Salt does.
+    pub fn admit(&self, id: &str, pem: &str, issuer: Issuer) -> Result<Admission, KeyError> {
+        if !valid_id(id) {
+            return Err(KeyError::InvalidId(id.to_owned()));
+        }
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let get = |keys: &BTreeMap<(KeyState, String), String>, s: KeyState| {
+            keys.get(&(s, id.to_owned())).cloned()
+        };
+        if get(&keys, KeyState::Rejected).is_some() {
+            return Ok(Admission::Rejected);
+        }
+        let ca_vouched = issuer != Issuer::SelfSigned && self.policy.accept_ca_signed;
+        if let Some(accepted) = get(&keys, KeyState::Accepted) {
+            if same_key(&accepted, pem) {
+                return Ok(Admission::Accepted);
+            }
+            if ca_vouched {
+                // A CA-issued certificate may carry a new key (rotation): the CA vouches for it.
+                self.put(&mut keys, KeyState::Accepted, id, pem)?;
+                return Ok(Admission::Accepted);
+            }
+            self.put(&mut keys, KeyState::Denied, id, pem)?;
+            return Ok(Admission::Denied);
+        }
+        let auto = ca_vouched || self.policy.auto_accept || self.autosigned(id);
+        if let Some(pending) = get(&keys, KeyState::Pending) {
+            if !same_key(&pending, pem) {
+                self.put(&mut keys, KeyState::Denied, id, pem)?;
+                return Ok(Admission::Denied);
+            }
+            if auto {
+                self.remove(&mut keys, KeyState::Pending, id)?;
+                self.put(&mut keys, KeyState::Accepted, id, pem)?;
+                return Ok(Admission::Accepted);
+            }
+            return Ok(Admission::Pending);
+        }
+        if auto {
+            self.put(&mut keys, KeyState::Accepted, id, pem)?;
+            return Ok(Admission::Accepted);
+        }
+        self.put(&mut keys, KeyState::Pending, id, pem)?;
+        Ok(Admission::Pending)
+    }
+
+    /// Whether `id` has an accepted key.
+    pub fn is_accepted(&self, id: &str) -> bool {
+        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        keys.contains_key(&(KeyState::Accepted, id.to_owned()))
+    }
+
+    /// Ids per state, sorted.
+    pub fn list(&self) -> BTreeMap<KeyState, Vec<String>> {
+        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out: BTreeMap<KeyState, Vec<String>> =
+            KeyState::ALL.iter().map(|s| (*s, Vec::new())).collect();
+        for (state, id) in keys.keys() {
+            out.entry(*state).or_default().push(id.clone());
+        }
+        out
+    }
+
+    /// Accepted ids.
+    pub fn accepted(&self) -> Vec<String> {
+        self.list().remove(&KeyState::Accepted).unwrap_or_default()
+    }
+
+    /// Fingerprints of keys whose id matches `glob`, per state.
+    pub fn fingerprints(&self, glob: &str) -> BTreeMap<KeyState, BTreeMap<String, String>> {
+        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out: BTreeMap<KeyState, BTreeMap<String, String>> = BTreeMap::new();
+        for ((state, id), pem) in keys.iter() {
+            if fnmatch(glob, id) {
+                let fp = spki_from_pem(pem)
+                    .map(|d| fingerprint_spki(&d))
+                    .unwrap_or_else(|| "unreadable key".into());
+                out.entry(*state).or_default().insert(id.clone(), fp);
+            }
+        }
+        out
+    }
+
+    /// Public keys (PEM) whose id matches `glob`, per state.
+    pub fn public_keys(&self, glob: &str) -> BTreeMap<KeyState, BTreeMap<String, String>> {
+        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out: BTreeMap<KeyState, BTreeMap<String, String>> = BTreeMap::new();
+        for ((state, id), pem) in keys.iter() {
+            if fnmatch(glob, id) {
+                out.entry(*state)
+                    .or_default()
+                    .insert(id.clone(), pem.clone());
+            }
+        }
+        out
+    }
+
+    /// Moves keys whose id matches `glob` from any of `from` into `to`; returns what moved.
+    pub fn transition(
+        &self,
+        glob: &str,
+        from: &[KeyState],
+        to: KeyState,
+    ) -> Result<Vec<(KeyState, String)>, KeyError> {
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let moving: Vec<(KeyState, String, String)> = keys
+            .iter()
+            .filter(|((s, id), _)| from.contains(s) && fnmatch(glob, id))
+            .map(|((s, id), pem)| (*s, id.clone(), pem.clone()))
+            .collect();
+        let mut moved = Vec::new();
+        for (state, id, pem) in moving {
+            self.remove(&mut keys, state, &id)?;
+            self.put(&mut keys, to, &id, &pem)?;
+            moved.push((state, id));
+        }
+        Ok(moved)
+    }
+
+    /// Deletes keys whose id matches `glob`, in every state; returns what went.
+    pub fn delete(&self, glob: &str) -> Result<Vec<(KeyState, String)>, KeyError> {
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let going: Vec<(KeyState, String)> = keys
+            .keys()
+            .filter(|(_, id)| fnmatch(glob, id))
+            .cloned()
+            .collect();
+        for (state, id) in &going {
+            self.remove(&mut keys, *state, id)?;
+        }
+        Ok(going)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(dir: &Path, policy: KeyPolicy) -> KeyStore {
+        KeyStore::open(dir, policy).unwrap()
+    }
+
+    fn key(id: &str) -> String {
+        let (cert, _) = pki::self_signed_minion(id, None).unwrap();
+        let der = rustls_pem_first(&cert);
+        pki::public_key_pem(&der).unwrap()
+    }
+
+    fn rustls_pem_first(pem: &str) -> rustls::pki_types::CertificateDer<'static> {
+        use rustls::pki_types::pem::PemObject;
+        rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes())
+            .next()
+            .unwrap()
+            .unwrap()
+    }
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("saltq-keys-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    const MANUAL: KeyPolicy = KeyPolicy {
+        auto_accept: false,
+        autosign_file: None,
+        accept_ca_signed: true,
+    };
+
+    #[test]
+    fn pending_then_accepted_then_changed_key_denied() {
+        let d = tmp("flow");
+        let ks = store(&d, MANUAL);
+        let k1 = key("web1");
+        assert_eq!(
+            ks.admit("web1", &k1, Issuer::SelfSigned).unwrap(),
+            Admission::Pending
+        );
+        assert!(d.join("minions_pre/web1").is_file());
+        assert_eq!(
+            ks.admit("web1", &k1, Issuer::SelfSigned).unwrap(),
+            Admission::Pending
+        );
+        let moved = ks
+            .transition("web*", &[KeyState::Pending], KeyState::Accepted)
+            .unwrap();
+        assert_eq!(moved, vec![(KeyState::Pending, "web1".to_owned())]);
+        assert_eq!(
+            ks.admit("web1", &k1, Issuer::SelfSigned).unwrap(),
+            Admission::Accepted
+        );
+        let k2 = key("web1");
+        assert_eq!(
+            ks.admit("web1", &k2, Issuer::SelfSigned).unwrap(),
+            Admission::Denied
+        );
+        assert!(d.join("minions_denied/web1").is_file());
+        // The accepted key still works; the impostor never does.
+        assert_eq!(
+            ks.admit("web1", &k1, Issuer::SelfSigned).unwrap(),
+            Admission::Accepted
+        );
+        assert_eq!(
+            ks.admit("web1", &k2, Issuer::SelfSigned).unwrap(),
+            Admission::Denied
+        );
+        // State survives a restart.
+        let again = store(&d, MANUAL);
+        assert_eq!(
+            again.admit("web1", &k1, Issuer::SelfSigned).unwrap(),
+            Admission::Accepted
+        );
+        let _ = std::fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn auto_accept_autosign_reject_and_ca() {
+        let d = tmp("policy");
+        std::fs::create_dir_all(&d).unwrap();
+        let sign = d.join("autosign");
+        std::fs::write(&sign, "# comment\ndb*\n").unwrap();
+        let ks = store(
+            &d,
+            KeyPolicy {
+                auto_accept: false,
+                autosign_file: Some(sign),
+                accept_ca_signed: false,
+            },
+        );
+        assert_eq!(
+            ks.admit("db1", &key("db1"), Issuer::SelfSigned).unwrap(),
+            Admission::Accepted
+        );
+        assert_eq!(
+            ks.admit("web1", &key("web1"), Issuer::SelfSigned).unwrap(),
+            Admission::Pending
+        );
+        ks.transition("web1", &[KeyState::Pending], KeyState::Rejected)
+            .unwrap();
+        assert_eq!(
+            ks.admit("web1", &key("web1"), Issuer::SelfSigned).unwrap(),
+            Admission::Rejected
+        );
+        // accept_ca_signed off: a CA-issued minion certificate still waits.
+        assert_eq!(
+            ks.admit("ca1", &key("ca1"), Issuer::MasterCa).unwrap(),
+            Admission::Pending
+        );
+        assert!(ks.admit("../x", &key("x"), Issuer::SelfSigned).is_err());
+        let ks2 = store(
+            &tmp("auto"),
+            KeyPolicy {
+                auto_accept: true,
+                ..MANUAL
+            },
+        );
+        assert_eq!(
+            ks2.admit("any", &key("any"), Issuer::SelfSigned).unwrap(),
+            Admission::Accepted
+        );
+        assert_eq!(
+            ks2.admit("ca2", &key("ca2"), Issuer::ExternalCa).unwrap(),
+            Admission::Accepted
+        );
+        let _ = std::fs::remove_dir_all(d);
+    }
+}

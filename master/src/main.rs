@@ -1,0 +1,70 @@
+//! `saltq-master`: reads `DIR/master`, sets up logging, runs the master until SIGTERM or Ctrl-C.
+
+mod config;
+mod events;
+mod keys;
+mod pillar;
+mod run;
+mod service;
+mod state;
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// The saltq master: publishes jobs to minions over QUIC and stores their returns.
+#[derive(Parser)]
+#[command(name = "saltq-master", version)]
+struct Args {
+    /// Config directory; the master reads DIR/master.
+    #[arg(short = 'c', long = "config-dir", default_value = config::DEFAULT_CONFIG_DIR, env = "SALTQ_CONFIG_DIR")]
+    config_dir: PathBuf,
+    /// Log level: quiet, critical, error, warning, info, debug, trace (overrides log_level).
+    #[arg(short = 'l', long = "log-level")]
+    log_level: Option<String>,
+    /// Log as JSON lines.
+    #[arg(long = "log-json")]
+    log_json: bool,
+}
+
+fn main() {
+    let args = Args::parse();
+    let mut cfg = match config::MasterConfig::load(&args.config_dir) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("saltq-master: {e}");
+            std::process::exit(e.exit_code());
+        }
+    };
+    if let Some(level) = args.log_level {
+        if let Err(e) = config::check_log_level(&level) {
+            eprintln!("saltq-master: -l/--log-level: {e}");
+            std::process::exit(saltq_transport::config::EX_USAGE);
+        }
+        cfg.log_level = level;
+    }
+    saltq_transport::config::init_tracing(&cfg.log_level, args.log_json);
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("saltq-master: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let code = rt.block_on(async {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            saltq_transport::config::shutdown_signal().await;
+            tracing::info!("shutting down");
+            let _ = tx.send(true);
+        });
+        match run::run(cfg, rx).await {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("saltq-master: {:#}", e.error);
+                e.code
+            }
+        }
+    });
+    std::process::exit(code);
+}

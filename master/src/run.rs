@@ -1,0 +1,297 @@
+//! Starting the master: PKI on first start, job cache, listeners, then serve until told to stop.
+
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use saltq_proto::v1::{
+    event_service_server::EventServiceServer, job_service_server::JobServiceServer,
+    key_service_server::KeyServiceServer, minion_service_server::MinionServiceServer,
+    runner_service_server::RunnerServiceServer,
+};
+use saltq_transport::pki::{self, Ca, CertKey, CertRole, IssueRequest};
+use saltq_transport::tls::Trust;
+use saltq_transport::{ListenConfig, Listeners};
+use tokio::sync::watch;
+
+use crate::config::MasterConfig;
+use crate::keys::{KeyPolicy, KeyStore};
+use crate::service::{self, Authorize};
+use crate::state::Master;
+
+/// A start-up failure with the exit code Salt would use.
+#[derive(Debug)]
+pub struct StartError {
+    /// Salt exit code.
+    pub code: i32,
+    /// What went wrong.
+    pub error: anyhow::Error,
+}
+
+fn fail(code: i32) -> impl FnOnce(anyhow::Error) -> StartError {
+    move |error| StartError { code, error }
+}
+
+fn io_code(e: &anyhow::Error) -> i32 {
+    let denied = e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied)
+    });
+    if denied {
+        saltq_transport::config::EX_NOPERM
+    } else {
+        saltq_transport::config::EX_CANTCREAT
+    }
+}
+
+/// The master's files under `pki_dir`.
+pub struct PkiFiles;
+
+impl PkiFiles {
+    /// CA certificate.
+    pub const CA_CERT: &str = "ca.crt";
+    /// CA key.
+    pub const CA_KEY: &str = "ca.key";
+    /// Server certificate (leaf then CA).
+    pub const MASTER_CERT: &str = "master.crt";
+    /// Server key.
+    pub const MASTER_KEY: &str = "master.key";
+    /// Admin client certificate for the CLI on this host.
+    pub const ADMIN_CERT: &str = "admin.crt";
+    /// Admin client key.
+    pub const ADMIN_KEY: &str = "admin.key";
+}
+
+/// Creates the CA, the server certificate and the admin client certificate if missing.
+pub fn ensure_pki(cfg: &MasterConfig) -> anyhow::Result<Ca> {
+    let dir = &cfg.pki_dir;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create pki_dir {}", dir.display()))?;
+    let (ca_cert, ca_key) = (dir.join(PkiFiles::CA_CERT), dir.join(PkiFiles::CA_KEY));
+    let ca = if ca_cert.exists() {
+        Ca::load(&ca_cert, &ca_key)?
+    } else {
+        tracing::info!("creating the master's CA in {}", dir.display());
+        Ca::create(&format!("saltq CA {}", cfg.id), &ca_cert, &ca_key)?
+    };
+    let issue = |cert: &Path, key: &Path, req: IssueRequest| -> anyhow::Result<()> {
+        if cert.exists() {
+            return Ok(());
+        }
+        let (c, k) = ca.issue(&req)?;
+        pki::write_private(key, &k)?;
+        pki::write_public(cert, &c)?;
+        Ok(())
+    };
+    let mut dns = vec!["localhost".to_owned(), hostname()];
+    let mut ips: Vec<IpAddr> = vec![
+        [127, 0, 0, 1].into(),
+        IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1]),
+    ];
+    for san in &cfg.cert_sans {
+        match san.parse::<IpAddr>() {
+            Ok(ip) => ips.push(ip),
+            Err(_) => dns.push(san.clone()),
+        }
+    }
+    for addr in [cfg.quic, cfg.h2].into_iter().flatten() {
+        if !addr.ip().is_unspecified() && !ips.contains(&addr.ip()) {
+            ips.push(addr.ip());
+        }
+    }
+    dns.dedup();
+    issue(
+        &dir.join(PkiFiles::MASTER_CERT),
+        &dir.join(PkiFiles::MASTER_KEY),
+        IssueRequest {
+            common_name: cfg.id.clone(),
+            role: CertRole::Server,
+            dns_names: dns,
+            ips,
+            days: 3650,
+        },
+    )?;
+    issue(
+        &dir.join(PkiFiles::ADMIN_CERT),
+        &dir.join(PkiFiles::ADMIN_KEY),
+        IssueRequest {
+            common_name: "admin".into(),
+            role: CertRole::Client,
+            dns_names: vec![],
+            ips: vec![],
+            days: 3650,
+        },
+    )?;
+    Ok(ca)
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+/// Runs the master until `shutdown` turns true.
+pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(), StartError> {
+    ensure_pki(&cfg).map_err(|e| {
+        let code = io_code(&e);
+        StartError { code, error: e }
+    })?;
+    let usage = saltq_transport::config::EX_USAGE;
+    let identity = CertKey::load(
+        &cfg.pki_dir.join(PkiFiles::MASTER_CERT),
+        &cfg.pki_dir.join(PkiFiles::MASTER_KEY),
+    )
+    .map_err(anyhow::Error::from)
+    .map_err(fail(usage))?;
+    let ca_certs = pki::load_certs(&cfg.pki_dir.join(PkiFiles::CA_CERT))
+        .map_err(anyhow::Error::from)
+        .map_err(fail(usage))?;
+    let mut external = Vec::new();
+    for f in &cfg.minion_ca_files {
+        external.extend(
+            pki::load_certs(f)
+                .with_context(|| format!("{}: key minion_ca_files", cfg.file.display()))
+                .map_err(fail(usage))?,
+        );
+    }
+    let trust = Trust::new(&ca_certs, &external)
+        .map_err(anyhow::Error::from)
+        .map_err(fail(usage))?;
+    let keys = KeyStore::open(
+        &cfg.pki_dir,
+        KeyPolicy {
+            auto_accept: cfg.auto_accept,
+            autosign_file: cfg.autosign_file.clone(),
+            accept_ca_signed: cfg.accept_ca_signed_minions,
+        },
+    )
+    .map_err(anyhow::Error::from)
+    .map_err(|e| {
+        let code = io_code(&e);
+        StartError { code, error: e }
+    })?;
+    let cache = saltq_jobcache::JobCache::open(&cfg.job_cache)
+        .await
+        .map_err(anyhow::Error::from)
+        .map_err(|e| {
+            let code = io_code(&e);
+            StartError {
+                code,
+                error: e.context("cannot open the job cache"),
+            }
+        })?;
+    let last_jid = cache
+        .last_jid()
+        .await
+        .ok()
+        .flatten()
+        .and_then(|j| saltq_semantics::jid::Jid::parse(&j).ok());
+    let listeners = Listeners::bind(
+        &ListenConfig {
+            quic: cfg.quic,
+            h2: cfg.h2,
+        },
+        &identity,
+        trust,
+        cfg.limits.clone(),
+    )
+    .await
+    .map_err(|e| {
+        let denied = matches!(&e, saltq_transport::server::BindError::Bind { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied);
+        let code = if denied { saltq_transport::config::EX_NOPERM } else { usage };
+        StartError {
+            code,
+            error: anyhow::Error::from(e).context(format!("{}: keys interface/port", cfg.file.display())),
+        }
+    })?;
+    let quic_addr = listeners.quic_addr();
+    let h2_addr = listeners.h2_addr();
+    let max = cfg.limits.max_message_size;
+    let master = Arc::new(Master::new(cfg, keys, cache, last_jid));
+
+    let (health, health_svc) = tonic_health::server::health_reporter();
+    health
+        .set_serving::<JobServiceServer<service::jobs::JobApi>>()
+        .await;
+    health
+        .set_serving::<MinionServiceServer<service::minion::MinionApi>>()
+        .await;
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(saltq_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(anyhow::Error::from)
+        .map_err(fail(usage))?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(saltq_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()
+        .map_err(anyhow::Error::from)
+        .map_err(fail(usage))?;
+    let routes = tonic::service::Routes::new(
+        MinionServiceServer::new(service::minion::MinionApi::new(master.clone()))
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max),
+    )
+    .add_service(
+        JobServiceServer::new(service::jobs::JobApi::new(master.clone()))
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max),
+    )
+    .add_service(
+        EventServiceServer::new(service::events::EventApi::new(master.clone()))
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max),
+    )
+    .add_service(
+        KeyServiceServer::new(service::keys::KeyApi::new(master.clone()))
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max),
+    )
+    .add_service(
+        RunnerServiceServer::new(service::runner::RunnerApi::new(master.clone()))
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max),
+    )
+    .add_service(health_svc)
+    .add_service(reflection_v1)
+    .add_service(reflection_v1alpha);
+
+    let fmt =
+        |a: Option<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_else(|| "off".into());
+    tracing::info!(quic = %fmt(quic_addr), h2 = %fmt(h2_addr), id = %master.cfg.id, "master listening");
+    let listen = serde_json::json!({"quic": quic_addr.map(|a| a.to_string()), "h2": h2_addr.map(|a| a.to_string())});
+    let listen_file = master.cfg.cachedir.join("listen.json");
+    std::fs::create_dir_all(&master.cfg.cachedir)
+        .and_then(|()| std::fs::write(&listen_file, listen.to_string()))
+        .with_context(|| format!("cannot write {}", listen_file.display()))
+        .map_err(|e| {
+            let code = io_code(&e);
+            StartError { code, error: e }
+        })?;
+
+    let pruner = tokio::spawn(prune_loop(master.clone(), shutdown.clone()));
+    listeners.serve(Authorize::new(routes), shutdown).await;
+    pruner.abort();
+    Ok(())
+}
+
+/// Removes jobs older than `keep_jobs_seconds`, hourly.
+async fn prune_loop(master: Arc<Master>, mut shutdown: watch::Receiver<bool>) {
+    let every = std::time::Duration::from_secs(3600).min(master.cfg.keep_jobs);
+    loop {
+        let cutoff = chrono::Utc::now()
+            - chrono::Duration::from_std(master.cfg.keep_jobs).unwrap_or(chrono::Duration::days(1));
+        match master.cache.prune(cutoff).await {
+            Ok(n) if n > 0 => tracing::info!("pruned {n} jobs older than keep_jobs_seconds"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!("job cache pruning failed: {e}"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! EventService: watch the bus with a tag filter, and fire events.
+
+use std::sync::Arc;
+
+use saltq_proto::v1::{
+    self as pb, event_service_server::EventService, stream_events_response::Kind,
+};
+use saltq_transport::value;
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+use crate::events::TagFilter;
+use crate::state::Master;
+
+/// The service.
+pub struct EventApi {
+    master: Arc<Master>,
+}
+
+impl EventApi {
+    /// Serves `master`.
+    pub fn new(master: Arc<Master>) -> Self {
+        EventApi { master }
+    }
+}
+
+fn filter(r: &pb::StreamEventsRequest) -> Result<TagFilter, Status> {
+    if r.tag.is_empty() {
+        return Ok(TagFilter::All);
+    }
+    match pb::TagMatch::try_from(r.r#match).unwrap_or(pb::TagMatch::Unspecified) {
+        pb::TagMatch::Unspecified | pb::TagMatch::Glob => Ok(TagFilter::Glob(r.tag.clone())),
+        pb::TagMatch::Prefix => Ok(TagFilter::Prefix(r.tag.clone())),
+        pb::TagMatch::Regex => regex::Regex::new(&r.tag)
+            .map(TagFilter::Regex)
+            .map_err(|e| Status::invalid_argument(format!("invalid tag regex {:?}: {e}", r.tag))),
+    }
+}
+
+#[tonic::async_trait]
+impl EventService for EventApi {
+    type StreamEventsStream = ReceiverStream<Result<pb::StreamEventsResponse, Status>>;
+
+    async fn stream_events(
+        &self,
+        req: Request<pb::StreamEventsRequest>,
+    ) -> Result<Response<Self::StreamEventsStream>, Status> {
+        super::client_name(&req)?;
+        let filter = filter(req.get_ref())?;
+        let mut bus = self.master.events.subscribe();
+        let (tx, rx) = mpsc::channel(256);
+        tokio::spawn(async move {
+            loop {
+                let kind = tokio::select! {
+                    r = bus.recv() => match r {
+                        Ok(ev) if filter.matches(&ev.tag) => Kind::Event(pb::Event {
+                            tag: ev.tag.clone(),
+                            data: Some(value::map_to_struct(&ev.data)),
+                        }),
+                        Ok(_) => continue,
+                        Err(broadcast::error::RecvError::Lagged(n)) => {
+                            tracing::warn!("event subscriber fell behind, {n} events missed");
+                            Kind::Missed(n)
+                        }
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    },
+                    _ = tx.closed() => break,
+                };
+                if tx
+                    .send(Ok(pb::StreamEventsResponse { kind: Some(kind) }))
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
+    async fn fire_event(
+        &self,
+        req: Request<pb::FireEventRequest>,
+    ) -> Result<Response<pb::FireEventResponse>, Status> {
+        super::client_name(&req)?;
+        let r = req.into_inner();
+        if r.tag.is_empty() {
+            return Err(Status::invalid_argument("event tag must not be empty"));
+        }
+        self.master
+            .events
+            .fire(r.tag, Value::Object(value::opt_struct(r.data.as_ref())));
+        Ok(Response::new(pb::FireEventResponse {}))
+    }
+}

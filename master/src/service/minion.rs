@@ -1,0 +1,194 @@
+//! MinionService: the subscription each minion holds, and its returns and events.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures_util::Stream;
+use saltq_proto::v1::{self as pb, minion_service_server::MinionService};
+use saltq_transport::{Peer, value};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tonic::metadata::MetadataValue;
+use tonic::{Request, Response, Status};
+
+use crate::keys::Admission;
+use crate::state::Master;
+
+/// Metadata key carrying the minion's key state on a refusal, so it knows to wait and retry.
+pub const KEY_STATE_HEADER: &str = "saltq-key-state";
+
+/// The service.
+pub struct MinionApi {
+    master: Arc<Master>,
+}
+
+impl MinionApi {
+    /// Serves `master`.
+    pub fn new(master: Arc<Master>) -> Self {
+        MinionApi { master }
+    }
+
+    /// The calling minion's id, once its key is accepted. `announce` fires `salt/auth`.
+    fn admit<T>(&self, req: &Request<T>, announce: bool) -> Result<String, Status> {
+        let Peer::Minion {
+            id,
+            public_key_pem,
+            issuer,
+            ..
+        } = super::peer(req)?
+        else {
+            return Err(Status::permission_denied(
+                "MinionService needs a minion certificate",
+            ));
+        };
+        let admission = self
+            .master
+            .keys
+            .admit(id, public_key_pem, *issuer)
+            .map_err(|e| Status::internal(e.to_string()))?;
+        if announce || admission != Admission::Accepted {
+            self.master.events.fire(
+                "salt/auth",
+                json!({"act": admission.act(), "id": id, "result": admission != Admission::Rejected && admission != Admission::Denied}),
+            );
+        }
+        let refuse = |state: &str, msg: String| {
+            let mut s = Status::permission_denied(msg);
+            if let Ok(v) = MetadataValue::try_from(state) {
+                s.metadata_mut().insert(KEY_STATE_HEADER, v);
+            }
+            s
+        };
+        match admission {
+            Admission::Accepted => Ok(id.clone()),
+            Admission::Pending => Err(refuse(
+                "pending",
+                format!(
+                    "the key of minion {id} is pending acceptance on the master (saltq key -a {id})"
+                ),
+            )),
+            Admission::Rejected => Err(refuse(
+                "rejected",
+                format!("the key of minion {id} was rejected by the master"),
+            )),
+            Admission::Denied => Err(refuse(
+                "denied",
+                format!("minion {id} presented a key that differs from the accepted one: denied"),
+            )),
+        }
+    }
+}
+
+/// A subscription stream that tells the master when the minion goes away.
+pub struct SubscriptionStream {
+    rx: mpsc::Receiver<Result<pb::SubscribeResponse, Status>>,
+    master: Arc<Master>,
+    id: String,
+    conn_id: u64,
+}
+
+impl Stream for SubscriptionStream {
+    type Item = Result<pb::SubscribeResponse, Status>;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for SubscriptionStream {
+    fn drop(&mut self) {
+        self.master.unsubscribe(&self.id, self.conn_id);
+        tracing::info!(minion = %self.id, "minion unsubscribed");
+    }
+}
+
+#[tonic::async_trait]
+impl MinionService for MinionApi {
+    type SubscribeStream = SubscriptionStream;
+
+    async fn subscribe(
+        &self,
+        req: Request<pb::SubscribeRequest>,
+    ) -> Result<Response<SubscriptionStream>, Status> {
+        let id = self.admit(&req, true)?;
+        let body = req.into_inner();
+        let grains = Value::Object(value::opt_struct(body.grains.as_ref()));
+        let pillar = crate::pillar::compile(&self.master.cfg.pillar_roots, &id, &grains)
+            .unwrap_or_else(|e| {
+                tracing::warn!(minion = %id, "pillar failed to compile: {e}");
+                json!({"_errors": [e.to_string()]})
+            });
+        let (tx, rx) = mpsc::channel(1024);
+        let welcome = pb::SubscribeResponse {
+            kind: Some(pb::subscribe_response::Kind::Welcome(pb::Welcome {
+                master_id: self.master.cfg.id.clone(),
+                pillar: Some(value::json_to_struct(&pillar)),
+            })),
+        };
+        tx.try_send(Ok(welcome))
+            .map_err(|_| Status::internal("subscription channel closed"))?;
+        let conn_id = self.master.subscribe(&id, grains, pillar, tx);
+        tracing::info!(minion = %id, "minion subscribed");
+        self.master.events.fire(
+            format!("salt/minion/{id}/start"),
+            json!({"id": id, "cmd": "_minion_event", "data": format!("Minion {id} started")}),
+        );
+        self.master.events.fire(
+            "minion_start",
+            json!({"id": id, "cmd": "_minion_event", "data": format!("Minion {id} started")}),
+        );
+        Ok(Response::new(SubscriptionStream {
+            rx,
+            master: self.master.clone(),
+            id,
+            conn_id,
+        }))
+    }
+
+    async fn r#return(
+        &self,
+        req: Request<pb::ReturnRequest>,
+    ) -> Result<Response<pb::ReturnResponse>, Status> {
+        let id = self.admit(&req, false)?;
+        let stored = self.master.accept_return(&id, req.into_inner()).await?;
+        Ok(Response::new(pb::ReturnResponse { stored }))
+    }
+
+    async fn send_event(
+        &self,
+        req: Request<pb::SendEventRequest>,
+    ) -> Result<Response<pb::SendEventResponse>, Status> {
+        let id = self.admit(&req, false)?;
+        let body = req.into_inner();
+        if body.tag.is_empty() {
+            return Err(Status::invalid_argument("event tag must not be empty"));
+        }
+        let mut data = value::opt_struct(body.data.as_ref());
+        data.insert("id".into(), Value::String(id));
+        self.master.events.fire(body.tag, Value::Object(data));
+        Ok(Response::new(pb::SendEventResponse {}))
+    }
+
+    async fn get_pillar(
+        &self,
+        req: Request<pb::GetPillarRequest>,
+    ) -> Result<Response<pb::GetPillarResponse>, Status> {
+        let id = self.admit(&req, false)?;
+        let grains = self.master.grains_of(&id).unwrap_or(json!({}));
+        let pillar = crate::pillar::compile(&self.master.cfg.pillar_roots, &id, &grains)
+            .map_err(|e| Status::internal(format!("pillar for {id} failed to compile: {e}")))?;
+        Ok(Response::new(pb::GetPillarResponse {
+            pillar: Some(value::json_to_struct(&pillar)),
+        }))
+    }
+
+    async fn update_grains(
+        &self,
+        req: Request<pb::UpdateGrainsRequest>,
+    ) -> Result<Response<pb::UpdateGrainsResponse>, Status> {
+        let id = self.admit(&req, false)?;
+        let grains = Value::Object(value::opt_struct(req.into_inner().grains.as_ref()));
+        self.master.update_grains(&id, grains);
+        Ok(Response::new(pb::UpdateGrainsResponse {}))
+    }
+}

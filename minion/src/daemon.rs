@@ -1,0 +1,400 @@
+//! The minion's main loop: dial the master, hold the subscription, run each job in its own task,
+//! and hand results to the outbox, which re-sends them until the master acknowledges them.
+//!
+//! Connection states: `Disconnected { backoff }` → `Connecting` → `Subscribed`. A pending key
+//! waits `acceptance_wait_time` and tries again, so acceptance takes effect without a restart.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use saltq_exec::{CallContext, EventSink, PubInfo};
+use saltq_proto::v1::{
+    self as pb, minion_service_client::MinionServiceClient, subscribe_response::Kind,
+};
+use saltq_semantics::target::{MinionFacts, Nodegroups, Target, TargetType};
+use saltq_transport::{Channel, ConnectOptions, connect, value};
+use serde_json::{Map, Value, json};
+use tokio::sync::{mpsc, watch};
+use tonic::Code;
+
+use crate::backoff::Backoff;
+use crate::config::MinionConfig;
+use crate::identity;
+use crate::jobs::{Jobs, Refresh};
+
+/// What the main loop reacts to while subscribed.
+enum Event {
+    /// A message on the subscription, or its end.
+    Message(Option<pb::SubscribeResponse>),
+    /// An execution function asked for a refresh.
+    Refresh(Refresh),
+    /// SIGTERM or Ctrl-C.
+    Shutdown,
+}
+
+type Client = MinionServiceClient<Channel>;
+
+fn client(ch: Channel, cfg: &MinionConfig) -> Client {
+    MinionServiceClient::new(ch)
+        .max_decoding_message_size(cfg.limits.max_message_size)
+        .max_encoding_message_size(cfg.limits.max_message_size)
+}
+
+/// Sends minion events (`event.send`, `event.fire_master`) to the master's bus.
+struct MasterEvents {
+    chan: watch::Receiver<Option<Channel>>,
+    cfg: Arc<MinionConfig>,
+}
+
+impl EventSink for MasterEvents {
+    fn send(&self, tag: &str, data: Value) {
+        let Some(ch) = self.chan.borrow().clone() else {
+            tracing::warn!(%tag, "not connected to the master, event dropped");
+            return;
+        };
+        let mut c = client(ch, &self.cfg);
+        let req = pb::SendEventRequest {
+            tag: tag.to_owned(),
+            data: Some(value::json_to_struct(&data)),
+        };
+        tokio::spawn(async move {
+            if let Err(e) = c.send_event(req).await {
+                tracing::warn!("event not delivered: {}", e.message());
+            }
+        });
+    }
+}
+
+/// Runs the minion until `shutdown` turns true.
+pub async fn run(cfg: MinionConfig, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+    let cfg = Arc::new(cfg);
+    let ident = identity::ensure_identity(&cfg)?;
+    let mut trust = identity::server_trust(&cfg)?;
+    let grains = Arc::new(RwLock::new(saltq_exec::grains::compute_grains(
+        &cfg.id,
+        Some(&cfg.grains),
+    )));
+    let pillar = Arc::new(RwLock::new(Value::Object(Map::new())));
+    let (refresh_tx, mut refresh_rx) = mpsc::unbounded_channel();
+    let jobs = Arc::new(Jobs::new(refresh_tx));
+    let (chan_tx, chan_rx) = watch::channel::<Option<Channel>>(None);
+    let ctx = CallContext::new(
+        grains.clone(),
+        pillar.clone(),
+        Arc::new(cfg.opts.clone()),
+        jobs.clone(),
+    )
+    .with_events(Arc::new(MasterEvents {
+        chan: chan_rx.clone(),
+        cfg: cfg.clone(),
+    }));
+    let (ret_tx, ret_rx) = mpsc::unbounded_channel();
+    tokio::spawn(outbox(ret_rx, chan_rx.clone(), cfg.clone()));
+
+    let mut backoff = Backoff::new(cfg.recon_default, cfg.recon_max, cfg.recon_randomize);
+    let mut first = true;
+    loop {
+        if !first {
+            let delay = backoff.next_delay(rand::random::<f64>());
+            tracing::debug!(?delay, "reconnecting after");
+            if sleep_or_stop(delay, &mut shutdown).await {
+                return Ok(());
+            }
+        }
+        first = false;
+        // Connecting.
+        let opts = ConnectOptions {
+            host: cfg.master.clone(),
+            port: cfg.master_port,
+            transport: cfg.transport,
+            identity: ident.clone(),
+            trust: trust.clone(),
+            limits: cfg.limits.clone(),
+            connect_timeout: Duration::from_secs(10),
+        };
+        let ch = tokio::select! {
+            r = connect(&opts) => r,
+            _ = shutdown.wait_for(|s| *s) => return Ok(()),
+        };
+        let ch = match ch {
+            Ok(ch) => ch,
+            Err(e) => {
+                tracing::warn!("{e}");
+                continue;
+            }
+        };
+        if let Err(e) = identity::pin_if_first_use(&cfg, &mut trust) {
+            tracing::error!("cannot pin the master's CA: {e:#}");
+        }
+        let mut c = client(ch.clone(), &cfg);
+        let request = pb::SubscribeRequest {
+            grains: Some(value::json_to_struct(&ctx.grains())),
+            version: env!("CARGO_PKG_VERSION").into(),
+        };
+        let stream = match c.subscribe(request).await {
+            Ok(s) => s.into_inner(),
+            Err(status) => {
+                let state = status
+                    .metadata()
+                    .get("saltq-key-state")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                if status.code() == Code::PermissionDenied && state.is_some() {
+                    tracing::warn!(
+                        "{}; retrying in {:?}",
+                        status.message(),
+                        cfg.acceptance_wait_time
+                    );
+                    first = true;
+                    if sleep_or_stop(cfg.acceptance_wait_time, &mut shutdown).await {
+                        return Ok(());
+                    }
+                } else {
+                    tracing::warn!(
+                        "cannot subscribe at {}: {} ({})",
+                        opts.address(),
+                        status.message(),
+                        saltq_transport::client::classify_text(&format!(
+                            "{status:?} {:?}",
+                            ch.close_reason()
+                        ))
+                        .describe()
+                    );
+                }
+                continue;
+            }
+        };
+        // Subscribed.
+        backoff.reset();
+        tracing::info!(master = %opts.address(), transport = cfg.transport.as_str(), "subscribed");
+        let _ = chan_tx.send(Some(ch.clone()));
+        let mut stream = stream;
+        loop {
+            let event = tokio::select! {
+                m = stream.message() => Event::Message(m.unwrap_or_else(|s| {
+                    tracing::warn!("subscription ended: {}", s.message());
+                    None
+                })),
+                Some(r) = refresh_rx.recv() => Event::Refresh(r),
+                _ = shutdown.wait_for(|s| *s) => Event::Shutdown,
+            };
+            match event {
+                Event::Message(Some(msg)) => match msg.kind {
+                    Some(Kind::Welcome(w)) => {
+                        let p = Value::Object(value::opt_struct(w.pillar.as_ref()));
+                        *pillar.write().unwrap_or_else(|e| e.into_inner()) = p;
+                    }
+                    Some(Kind::Job(load)) => start_job(&cfg, &ctx, &jobs, load, &ret_tx),
+                    Some(Kind::Control(ctl)) => {
+                        let r = match pb::ControlAction::try_from(ctl.action) {
+                            Ok(pb::ControlAction::RefreshPillar) => Some(Refresh::Pillar),
+                            Ok(pb::ControlAction::RefreshGrains) => Some(Refresh::Grains),
+                            _ => None,
+                        };
+                        if let Some(r) = r {
+                            refresh(&cfg, &mut c, &ctx, r).await;
+                        }
+                    }
+                    None => {}
+                },
+                Event::Message(None) => break,
+                Event::Refresh(r) => refresh(&cfg, &mut c, &ctx, r).await,
+                Event::Shutdown => {
+                    let _ = chan_tx.send(None);
+                    return Ok(());
+                }
+            }
+        }
+        let _ = chan_tx.send(None);
+        tracing::warn!(master = %opts.address(), "lost the master; reconnecting");
+    }
+}
+
+/// Sleeps, or returns true at once when shutdown is asked for.
+async fn sleep_or_stop(d: Duration, shutdown: &mut watch::Receiver<bool>) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(d) => false,
+        _ = shutdown.wait_for(|s| *s) => true,
+    }
+}
+
+async fn refresh(cfg: &MinionConfig, c: &mut Client, ctx: &CallContext, r: Refresh) {
+    match r {
+        Refresh::Grains => {
+            let g = saltq_exec::grains::compute_grains(&cfg.id, Some(&cfg.grains));
+            *ctx.grains.write().unwrap_or_else(|e| e.into_inner()) = g.clone();
+            let req = pb::UpdateGrainsRequest {
+                grains: Some(value::json_to_struct(&g)),
+            };
+            if let Err(s) = c.update_grains(req).await {
+                tracing::warn!("grains not sent to the master: {}", s.message());
+            }
+        }
+        Refresh::Pillar => match c.get_pillar(pb::GetPillarRequest {}).await {
+            Ok(p) => {
+                let p = Value::Object(value::opt_struct(p.into_inner().pillar.as_ref()));
+                *ctx.pillar.write().unwrap_or_else(|e| e.into_inner()) = p;
+            }
+            Err(s) => tracing::warn!("pillar not refreshed: {}", s.message()),
+        },
+    }
+}
+
+/// The minion's own check of a job's target: its answer is the one that counts.
+fn targets_me(cfg: &MinionConfig, ctx: &CallContext, load: &pb::JobLoad) -> bool {
+    let Ok(tgt_type) = load.tgt_type.parse::<TargetType>() else {
+        return false;
+    };
+    if tgt_type == TargetType::Nodegroup {
+        // Nodegroups live in the master's config; the master expanded and checked them.
+        return true;
+    }
+    let delimiter = (!load.delimiter.is_empty()).then_some(load.delimiter.as_str());
+    let Ok(target) = Target::compile(&load.tgt, tgt_type, delimiter, &Nodegroups::new()) else {
+        return false;
+    };
+    let grains = ctx.grains();
+    let pillar = ctx.pillar();
+    target.matches(&MinionFacts {
+        id: &cfg.id,
+        grains: Some(&grains),
+        pillar: Some(&pillar),
+    })
+}
+
+fn start_job(
+    cfg: &Arc<MinionConfig>,
+    ctx: &CallContext,
+    jobs: &Arc<Jobs>,
+    load: pb::JobLoad,
+    ret_tx: &mpsc::UnboundedSender<pb::ReturnRequest>,
+) {
+    if !jobs.first_sighting(&load.jid) {
+        tracing::debug!(jid = %load.jid, "job seen before, ignored");
+        return;
+    }
+    if !targets_me(cfg, ctx, &load) {
+        tracing::debug!(jid = %load.jid, "job does not target this minion");
+        return;
+    }
+    let args: Vec<Value> = load.arg.iter().map(value::from_prost).collect();
+    let kwargs = value::opt_struct(load.kwarg.as_ref());
+    let fun_json = if load.fun.len() == 1 {
+        json!(load.fun[0])
+    } else {
+        json!(load.fun)
+    };
+    let job_ctx = ctx.for_job();
+    let info = json!({
+        "pid": std::process::id(), "fun": fun_json, "arg": args, "tgt": load.tgt,
+        "jid": load.jid, "ret": load.ret, "tgt_type": load.tgt_type, "user": load.user,
+    });
+    jobs.start(&load.jid, info, job_ctx.processes.clone());
+    let jid = load.jid.clone();
+    let task_jobs = jobs.clone();
+    let ret_tx = ret_tx.clone();
+    let max = cfg.limits.max_message_size;
+    let handle = tokio::spawn(async move {
+        let publ = PubInfo {
+            jid: load.jid.clone(),
+            tgt: Value::String(load.tgt.clone()),
+            tgt_type: load.tgt_type.clone(),
+            ret: load.ret.clone(),
+            user: load.user.clone(),
+            arg: args.clone(),
+        };
+        let mut fun_args = args.clone();
+        if !kwargs.is_empty() {
+            fun_args.push(Value::Object(kwargs.clone()));
+        }
+        let (ret, retcode, success) = if load.fun.len() == 1 {
+            let o = saltq_exec::call(&job_ctx, &load.fun[0], args, kwargs, &publ).await;
+            (o.ret, o.retcode, o.success)
+        } else {
+            // A multi-function job runs its functions in order; the return is keyed by function.
+            let mut rets = Map::new();
+            let (mut retcode, mut success) = (0, true);
+            for (i, fun) in load.fun.iter().enumerate() {
+                let a = match args.get(i) {
+                    Some(Value::Array(a)) => a.clone(),
+                    Some(other) => vec![other.clone()],
+                    None => vec![],
+                };
+                let o = saltq_exec::call(&job_ctx, fun, a, Map::new(), &publ).await;
+                if retcode == 0 {
+                    retcode = o.retcode;
+                }
+                success &= o.success;
+                rets.insert(fun.clone(), o.ret);
+            }
+            (Value::Object(rets), retcode, success)
+        };
+        task_jobs.finish(&load.jid);
+        let mut req = pb::ReturnRequest {
+            jid: load.jid.clone(),
+            fun: load.fun.clone(),
+            fun_args: Some(value::to_list(&fun_args)),
+            r#return: Some(value::to_prost(&ret)),
+            retcode,
+            success,
+            out: String::new(),
+            metadata: load.metadata.clone(),
+        };
+        truncate_if_oversized(&mut req, max);
+        let _ = ret_tx.send(req);
+    });
+    jobs.attach(&jid, handle.abort_handle());
+}
+
+/// A return larger than the message cap would kill the stream: replace it with a clear marker.
+fn truncate_if_oversized(req: &mut pb::ReturnRequest, max: usize) {
+    let len = prost::Message::encoded_len(req);
+    let budget = max.saturating_sub(64 * 1024);
+    if len > budget {
+        tracing::warn!(jid = %req.jid, len, max, "return too large, truncated");
+        req.r#return = Some(value::to_prost(&json!(format!(
+            "[saltq: return truncated: {len} bytes exceeds the message size limit of {max} bytes]"
+        ))));
+        req.retcode = if req.retcode == 0 { 1 } else { req.retcode };
+        req.success = false;
+    }
+}
+
+/// Sends returns in order, re-sending each until the master acknowledges it, across reconnects.
+async fn outbox(
+    mut rx: mpsc::UnboundedReceiver<pb::ReturnRequest>,
+    mut chan: watch::Receiver<Option<Channel>>,
+    cfg: Arc<MinionConfig>,
+) {
+    while let Some(req) = rx.recv().await {
+        loop {
+            let ch = match chan.wait_for(|c| c.is_some()).await {
+                Ok(c) => c.clone().expect("checked by wait_for"),
+                Err(_) => return,
+            };
+            let mut c = client(ch, &cfg);
+            match tokio::time::timeout(Duration::from_secs(30), c.r#return(req.clone())).await {
+                Ok(Ok(_)) => break,
+                Ok(Err(s))
+                    if matches!(
+                        s.code(),
+                        Code::NotFound
+                            | Code::PermissionDenied
+                            | Code::InvalidArgument
+                            | Code::ResourceExhausted
+                    ) =>
+                {
+                    tracing::error!(jid = %req.jid, "master refused the return: {}", s.message());
+                    break;
+                }
+                Ok(Err(s)) => {
+                    tracing::warn!(jid = %req.jid, "return not acknowledged, will resend: {}", s.message())
+                }
+                Err(_) => {
+                    tracing::warn!(jid = %req.jid, "return not acknowledged in 30s, will resend")
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! `saltq-minion`: reads `DIR/minion`, sets up logging, and runs the minion until SIGTERM or
+//! Ctrl-C.
+
+mod backoff;
+mod config;
+mod daemon;
+mod identity;
+mod jobs;
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// The saltq minion: subscribes to its master over QUIC and runs the jobs it is sent.
+#[derive(Parser)]
+#[command(name = "saltq-minion", version)]
+struct Args {
+    /// Config directory; the minion reads DIR/minion.
+    #[arg(short = 'c', long = "config-dir", default_value = config::DEFAULT_CONFIG_DIR, env = "SALTQ_CONFIG_DIR")]
+    config_dir: PathBuf,
+    /// Log level: quiet, critical, error, warning, info, debug, trace (overrides log_level).
+    #[arg(short = 'l', long = "log-level")]
+    log_level: Option<String>,
+    /// Log as JSON lines.
+    #[arg(long = "log-json")]
+    log_json: bool,
+}
+
+fn main() {
+    let args = Args::parse();
+    let mut cfg = match config::MinionConfig::load(&args.config_dir) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("saltq-minion: {e}");
+            std::process::exit(e.exit_code());
+        }
+    };
+    if let Some(level) = args.log_level {
+        cfg.log_level = level;
+    }
+    saltq_transport::config::init_tracing(&cfg.log_level, args.log_json);
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("saltq-minion: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let code = rt.block_on(async {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            saltq_transport::config::shutdown_signal().await;
+            let _ = tx.send(true);
+        });
+        match daemon::run(cfg, rx).await {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("saltq-minion: {e:#}");
+                saltq_transport::config::EX_CANTCREAT
+            }
+        }
+    });
+    std::process::exit(code);
+}

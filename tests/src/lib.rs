@@ -1,0 +1,371 @@
+//! Test helpers for saltq's end-to-end tests: start real `saltq-master` and `saltq-minion`
+//! processes on 127.0.0.1 with ephemeral ports, run the real `saltq` CLI against them, and
+//! clean up. Nothing here is used by product code.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// Polls `cond` every 50 ms until it holds or `timeout` passes; panics with `what` on timeout.
+pub fn eventually<T>(what: &str, timeout: Duration, mut cond: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = cond() {
+            return v;
+        }
+        if start.elapsed() > timeout {
+            panic!("timed out after {timeout:?} waiting for: {what}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Where the workspace's binaries are (`target/debug` or `target/release` beside this test).
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test> -> target/<profile>/<name>
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let p = dir.join(name);
+    assert!(
+        p.exists(),
+        "{} not found: build the binaries first (cargo build --workspace --bins)",
+        p.display()
+    );
+    p
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A scratch directory removed on drop (kept when the test panics, for its logs).
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    /// A new empty directory under the system temp dir.
+    pub fn new(tag: &str) -> Scratch {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("saltq-e2e-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("create scratch dir");
+        Scratch(p)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept test files in {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn stop(child: &mut Child) {
+    // SIGTERM first (graceful shutdown), then kill.
+    let pid = child.id() as i32;
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status();
+    for _ in 0..60 {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}
+
+/// A running master.
+pub struct Master {
+    /// Its files: config dir `etc`, root `root`, log `master.log`.
+    pub dir: Scratch,
+    child: Option<Child>,
+    /// The port both listeners share.
+    pub port: u16,
+    extra: String,
+}
+
+impl Master {
+    /// Starts a master with extra YAML config lines.
+    pub fn start(extra: &str) -> Master {
+        let dir = Scratch::new("master");
+        let mut m = Master {
+            dir,
+            child: None,
+            port: 0,
+            extra: extra.to_owned(),
+        };
+        m.launch(0);
+        m
+    }
+
+    /// The master's config directory (`-c`).
+    pub fn config_dir(&self) -> PathBuf {
+        self.dir.0.join("etc")
+    }
+
+    /// The config directory the CLI uses (the same root, with the bound port written in).
+    pub fn cli_dir(&self) -> PathBuf {
+        self.dir.0.join("cli")
+    }
+
+    /// The master's pki_dir.
+    pub fn pki_dir(&self) -> PathBuf {
+        self.dir.0.join("root/etc/saltq/pki/master")
+    }
+
+    /// The master's log.
+    pub fn log(&self) -> PathBuf {
+        self.dir.0.join("master.log")
+    }
+
+    fn write_config(&self, dir: &Path, port: u16) {
+        std::fs::create_dir_all(dir).expect("config dir");
+        let cfg = format!(
+            "root_dir: {}\ninterface: 127.0.0.1\nport: {port}\nlog_level: debug\nidle_timeout: 3\nkeep_alive: 1\n{}\n",
+            self.dir.0.join("root").display(),
+            self.extra
+        );
+        std::fs::write(dir.join("master"), cfg).expect("write master config");
+    }
+
+    fn launch(&mut self, port: u16) {
+        self.write_config(&self.config_dir(), port);
+        let listen = self.dir.0.join("root/var/cache/saltq/master/listen.json");
+        let _ = std::fs::remove_file(&listen);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log())
+            .expect("log");
+        let child = Command::new(bin("saltq-master"))
+            .arg("-c")
+            .arg(self.config_dir())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn saltq-master");
+        self.child = Some(child);
+        let log_path = self.log();
+        let v: serde_json::Value = eventually(
+            &format!("master listening (log: {})", log_path.display()),
+            Duration::from_secs(20),
+            || {
+                if let Some(c) = self.child.as_mut() {
+                    if let Ok(Some(status)) = c.try_wait() {
+                        panic!("saltq-master exited with {status}:\n{}", tail(&log_path));
+                    }
+                }
+                std::fs::read_to_string(&listen)
+                    .ok()
+                    .and_then(|t| serde_json::from_str(&t).ok())
+            },
+        );
+        let addr = v["quic"].as_str().or(v["h2"].as_str()).expect("an address");
+        self.port = addr
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("port");
+        self.write_config(&self.cli_dir(), self.port);
+    }
+
+    /// Stops the master (SIGTERM).
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            stop(&mut c);
+        }
+    }
+
+    /// Stops and starts the master again on the same port.
+    pub fn restart(&mut self) {
+        self.stop();
+        let port = self.port;
+        self.launch(port);
+    }
+
+    /// Runs `saltq ARGS` against this master with `-c`.
+    pub fn saltq(&self, args: &[&str]) -> Out {
+        let mut cmd = Command::new(bin("saltq"));
+        cmd.arg("-c").arg(self.cli_dir()).args(args);
+        Out::run(cmd)
+    }
+
+    /// Runs `saltq` with explicit connection flags (no `-c`).
+    pub fn saltq_with(&self, flags: &[&str], args: &[&str]) -> Out {
+        let mut cmd = Command::new(bin("saltq"));
+        cmd.arg("-c")
+            .arg(self.dir.0.join("nonexistent"))
+            .args(flags)
+            .args(args);
+        Out::run(cmd)
+    }
+
+    /// Starts a minion named `id` with extra YAML config lines.
+    pub fn minion(&self, id: &str, extra: &str) -> Minion {
+        Minion::start(self, id, extra)
+    }
+
+    /// Accepts a pending key and waits until the minion answers test.ping.
+    pub fn accept_and_wait(&self, id: &str) {
+        eventually(&format!("{id} pending"), Duration::from_secs(20), || {
+            let o = self.saltq(&["key", "-l", "pre", "--out", "json"]);
+            o.stdout.contains(&format!("\"{id}\"")).then_some(())
+        });
+        let o = self.saltq(&["key", "-a", id, "-y"]);
+        assert_eq!(o.code, 0, "{o:?}");
+        self.wait_for(id);
+    }
+
+    /// Waits until `id` answers test.ping.
+    pub fn wait_for(&self, id: &str) {
+        eventually(
+            &format!("{id} answers test.ping"),
+            Duration::from_secs(30),
+            || {
+                let o = self.saltq(&[
+                    "-L",
+                    id,
+                    "test.ping",
+                    "--out",
+                    "json",
+                    "-t",
+                    "2",
+                    "--static",
+                ]);
+                (o.code == 0 && o.stdout.contains("true")).then_some(())
+            },
+        );
+    }
+}
+
+impl Drop for Master {
+    fn drop(&mut self) {
+        self.stop();
+        if std::thread::panicking() {
+            eprintln!("--- master log ---\n{}", tail(&self.log()));
+        }
+    }
+}
+
+/// A running minion.
+pub struct Minion {
+    /// Its files.
+    pub dir: Scratch,
+    child: Option<Child>,
+    /// Its id.
+    pub id: String,
+}
+
+impl Minion {
+    fn start(master: &Master, id: &str, extra: &str) -> Minion {
+        let dir = Scratch::new(&format!("minion-{id}"));
+        std::fs::create_dir_all(dir.0.join("etc")).expect("minion etc");
+        let cfg = format!(
+            "root_dir: {}\nid: {id}\nmaster: 127.0.0.1\nmaster_port: {}\nacceptance_wait_time: 0.3\nrecon_default: 100\nrecon_max: 1000\nlog_level: debug\nidle_timeout: 3\nkeep_alive: 1\n{extra}\n",
+            dir.0.join("root").display(),
+            master.port
+        );
+        std::fs::write(dir.0.join("etc/minion"), cfg).expect("minion config");
+        let mut m = Minion {
+            dir,
+            child: None,
+            id: id.to_owned(),
+        };
+        m.launch();
+        m
+    }
+
+    fn launch(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log())
+            .expect("log");
+        self.child = Some(
+            Command::new(bin("saltq-minion"))
+                .arg("-c")
+                .arg(self.dir.0.join("etc"))
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .expect("spawn saltq-minion"),
+        );
+    }
+
+    /// The minion's log.
+    pub fn log(&self) -> PathBuf {
+        self.dir.0.join("minion.log")
+    }
+
+    /// The minion's pki_dir.
+    pub fn pki_dir(&self) -> PathBuf {
+        self.dir.0.join("root/etc/saltq/pki/minion")
+    }
+
+    /// Stops the minion (SIGTERM).
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            stop(&mut c);
+        }
+    }
+
+    /// Kills the minion at once (SIGKILL), as a crash.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts the minion again with the same files.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.launch();
+    }
+}
+
+impl Drop for Minion {
+    fn drop(&mut self) {
+        self.stop();
+        if std::thread::panicking() {
+            eprintln!("--- minion {} log ---\n{}", self.id, tail(&self.log()));
+        }
+    }
+}
+
+/// What a CLI run printed, and its exit code.
+#[derive(Debug)]
+pub struct Out {
+    /// Exit code.
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Out {
+    fn run(mut cmd: Command) -> Out {
+        let o: Output = cmd.stdin(Stdio::null()).output().expect("run saltq");
+        Out {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+
+    /// Standard output as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {self:?}"))
+    }
+}
