@@ -166,35 +166,22 @@ pub async fn dial(conn: &ConnectArgs) -> Result<Channel, i32> {
 
 /// Reports an RPC that failed for reasons of transport or permission, naming the cause.
 pub fn report_rpc_failure(ch: &Channel, s: &tonic::Status) -> i32 {
-    let text = format!(
-        "{} {:?} {}",
-        s.message(),
-        s,
-        ch.close_reason().unwrap_or_default()
-    );
-    let kind = saltq_transport::client::classify_text(&text);
-    match (s.code(), kind) {
-        (tonic::Code::PermissionDenied, _) => {
-            eprintln!("saltq: permission denied: {}", s.message());
-            exit::NOPERM
-        }
-        (_, saltq_transport::client::FailureKind::Other) => {
-            eprintln!(
-                "saltq: the master answered with an error ({:?}): {}",
-                s.code(),
-                s.message()
-            );
-            exit::GENERIC
-        }
-        (_, k) => {
-            eprintln!(
-                "saltq: request to the master failed: {} ({})",
-                k.describe(),
-                s.message()
-            );
-            exit::UNAVAILABLE
-        }
+    use saltq_transport::client::FailureKind;
+    if s.code() == tonic::Code::PermissionDenied {
+        eprintln!("saltq: permission denied: {}", s.message());
+        return exit::NOPERM;
     }
+    let failure = ch.failure(s);
+    if failure.kind == FailureKind::Other && s.code() != tonic::Code::Unavailable {
+        eprintln!(
+            "saltq: the master answered with an error ({:?}): {}",
+            s.code(),
+            s.message()
+        );
+        return exit::GENERIC;
+    }
+    eprintln!("saltq: {failure}");
+    exit::UNAVAILABLE
 }
 
 fn full_command() -> clap::Command {

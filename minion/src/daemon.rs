@@ -70,7 +70,7 @@ pub async fn run(cfg: MinionConfig, mut shutdown: watch::Receiver<bool>) -> anyh
     let cfg = Arc::new(cfg);
     let ident = identity::ensure_identity(&cfg)?;
     let mut trust = identity::server_trust(&cfg)?;
-    let grains = Arc::new(RwLock::new(saltq_exec::grains::compute_grains(
+    let grains = Arc::new(RwLock::new(saltq_exec::compute_grains(
         &cfg.id,
         Some(&cfg.grains),
     )));
@@ -201,6 +201,7 @@ pub async fn run(cfg: MinionConfig, mut shutdown: watch::Receiver<bool>) -> anyh
                 Event::Refresh(r) => refresh(&cfg, &mut c, &ctx, r).await,
                 Event::Shutdown => {
                     let _ = chan_tx.send(None);
+                    ch.close().await;
                     return Ok(());
                 }
             }
@@ -221,7 +222,7 @@ async fn sleep_or_stop(d: Duration, shutdown: &mut watch::Receiver<bool>) -> boo
 async fn refresh(cfg: &MinionConfig, c: &mut Client, ctx: &CallContext, r: Refresh) {
     match r {
         Refresh::Grains => {
-            let g = saltq_exec::grains::compute_grains(&cfg.id, Some(&cfg.grains));
+            let g = saltq_exec::compute_grains(&cfg.id, Some(&cfg.grains));
             *ctx.grains.write().unwrap_or_else(|e| e.into_inner()) = g.clone();
             let req = pb::UpdateGrainsRequest {
                 grains: Some(value::json_to_struct(&g)),

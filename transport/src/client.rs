@@ -137,29 +137,27 @@ pub fn classify(err: &(dyn std::error::Error + 'static)) -> FailureKind {
 }
 
 /// Classifies an error from its text (also used for tonic statuses, which keep only text).
+///
+/// A certificate problem reported by the peer (quinn's "aborted by peer", rustls's "received
+/// fatal alert") means the master refused our certificate; one found locally means we do not
+/// trust the master's.
 pub fn classify_text(text: &str) -> FailureKind {
     let t = text.to_ascii_lowercase();
     let has = |s: &str| t.contains(s);
-    if has("certificaterequired")
-        || has("certificate required")
+    let remote = has("aborted by peer")
+        || has("received fatal alert")
+        || has("no usable client certificate");
+    let cert = has("certificate")
+        || has("unknownissuer")
         || has("unknownca")
         || has("unknown ca")
-        || has("badcertificate")
-        || has("bad certificate")
-        || has("no usable client certificate")
+        || has("notvalidforname")
         || has("decrypterror")
-        || has("alert: 116")
-        || has("alert 116")
-        || has("tls alert 42")
-    {
+        || has("master_finger");
+    if cert && remote {
         return FailureKind::CertificateRejected;
     }
-    if has("invalidcertificate")
-        || has("invalid peer certificate")
-        || has("unknownissuer")
-        || has("notvalidforname")
-        || has("does not match master_finger")
-    {
+    if cert {
         return FailureKind::ServerNotTrusted;
     }
     if has("connection refused") || has("connectionrefused") {
@@ -174,31 +172,107 @@ pub fn classify_text(text: &str) -> FailureKind {
     FailureKind::Other
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification() {
+        let c = classify_text;
+        assert_eq!(
+            c(
+                "aborted by peer: the cryptographic handshake failed: error 48: invalid peer certificate: UnknownIssuer"
+            ),
+            FailureKind::CertificateRejected
+        );
+        assert_eq!(
+            c("received fatal alert: CertificateRequired"),
+            FailureKind::CertificateRejected
+        );
+        assert_eq!(
+            c(
+                "the cryptographic handshake failed: error 42: invalid peer certificate: UnknownIssuer"
+            ),
+            FailureKind::ServerNotTrusted
+        );
+        assert_eq!(
+            c("invalid peer certificate: NotValidForName"),
+            FailureKind::ServerNotTrusted
+        );
+        assert_eq!(c("Connection refused (os error 111)"), FailureKind::Refused);
+        assert_eq!(
+            c("no answer within 5s (quic handshake)"),
+            FailureKind::Other
+        );
+        assert_eq!(c("operation timed out"), FailureKind::TimedOut);
+    }
+}
+
 /// A tonic-compatible channel to the master over either transport.
 #[derive(Clone)]
-pub enum Channel {
-    /// HTTP/3 on QUIC.
+pub struct Channel {
+    inner: Inner,
+    address: Arc<str>,
+    transport: TransportKind,
+}
+
+#[derive(Clone)]
+enum Inner {
     Quic(H3Channel),
-    /// HTTP/2 on TLS/TCP.
     H2(tonic::transport::Channel),
 }
 
 impl Channel {
+    /// `host:port` of the master.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// The transport in use.
+    pub fn transport(&self) -> TransportKind {
+        self.transport
+    }
+
     /// Why the underlying connection closed, if it did.
     pub fn close_reason(&self) -> Option<String> {
-        match self {
-            Channel::Quic(c) => c.connection().close_reason().map(|r| format!("{r} {r:?}")),
-            Channel::H2(_) => None,
+        match &self.inner {
+            Inner::Quic(c) => c.connection().close_reason().map(|r| format!("{r} {r:?}")),
+            Inner::H2(_) => None,
         }
     }
 
-    /// Resolves when the connection is gone (QUIC only; HTTP/2 never resolves).
-    pub async fn closed(&self) {
-        match self {
-            Channel::Quic(c) => {
-                c.connection().closed().await;
-            }
-            Channel::H2(_) => std::future::pending().await,
+    /// Describes a failed request the way a failed dial is described: address, transport, why.
+    pub fn failure(&self, status: &tonic::Status) -> ConnectError {
+        // tonic keeps the transport's error (e.g. the TLS alert) as the status's source.
+        let mut chain = Vec::new();
+        let mut cur: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+        while let Some(e) = cur {
+            chain.push(e.to_string());
+            cur = e.source();
+        }
+        let reason = self.close_reason().unwrap_or_default();
+        let text = format!(
+            "{} {} {reason} {status:?}",
+            status.message(),
+            chain.join(": ")
+        );
+        let detail = match chain.last() {
+            Some(root) => format!("{}: {root}", status.message()),
+            None => status.message().to_owned(),
+        };
+        ConnectError {
+            address: self.address.to_string(),
+            transport: self.transport.as_str(),
+            kind: classify_text(&text),
+            detail,
+        }
+    }
+
+    /// Closes the connection politely, so the master notices at once rather than at its idle
+    /// timeout (QUIC; an HTTP/2 connection closes when its last handle is dropped).
+    pub async fn close(&self) {
+        if let Inner::Quic(c) = &self.inner {
+            c.close().await;
         }
     }
 }
@@ -209,16 +283,16 @@ impl Service<http::Request<Body>> for Channel {
     type Future = BoxFuture<'static, Result<Self::Response, Self::Error>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        match self {
-            Channel::Quic(c) => c.poll_ready(cx),
-            Channel::H2(c) => c.poll_ready(cx).map_err(Into::into),
+        match &mut self.inner {
+            Inner::Quic(c) => c.poll_ready(cx),
+            Inner::H2(c) => c.poll_ready(cx).map_err(Into::into),
         }
     }
 
     fn call(&mut self, req: http::Request<Body>) -> Self::Future {
-        match self {
-            Channel::Quic(c) => c.call(req),
-            Channel::H2(c) => {
+        match &mut self.inner {
+            Inner::Quic(c) => c.call(req),
+            Inner::H2(c) => {
                 let fut = c.call(req);
                 Box::pin(async move { fut.await.map_err(Into::into) })
             }
@@ -280,12 +354,16 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Channel, ConnectError> {
                 .map_err(|e| fail(&e))?;
             let ch = tokio::time::timeout(
                 opts.connect_timeout,
-                H3Channel::new(conn.clone(), &opts.address()),
+                H3Channel::new(ep, conn.clone(), &opts.address()),
             )
             .await
             .map_err(|_| timeout("http/3 setup"))?
             .map_err(|e| fail(e.as_ref()))?;
-            Ok(Channel::Quic(ch))
+            Ok(Channel {
+                inner: Inner::Quic(ch),
+                address: opts.address().into(),
+                transport: opts.transport,
+            })
         }
         TransportKind::H2 => {
             let tls = tls::client_config(&opts.identity, &opts.trust, tls::ALPN_H2)
@@ -298,8 +376,24 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Channel, ConnectError> {
                 async move {
                     let tcp = tokio::net::TcpStream::connect(addr).await?;
                     tcp.set_nodelay(true)?;
-                    let tls = connector.connect(name, tcp).await?;
-                    Ok::<_, std::io::Error>(TokioIo::new(tls))
+                    let mut tls = connector.connect(name, tcp).await?;
+                    // TLS 1.3 lets a client finish its handshake before the server has judged the
+                    // client certificate. The HTTP/2 server speaks first (SETTINGS), so waiting for
+                    // its first bytes turns a refusal into the server's alert, not a broken pipe.
+                    let mut first = vec![0u8; 1024];
+                    let n = tokio::io::AsyncReadExt::read(&mut tls, &mut first).await?;
+                    if n == 0 {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::ConnectionAborted,
+                            "the master closed the connection after the TLS handshake",
+                        ));
+                    }
+                    first.truncate(n);
+                    Ok::<_, std::io::Error>(TokioIo::new(Prefixed {
+                        prefix: first,
+                        pos: 0,
+                        inner: tls,
+                    }))
                 }
             });
             let endpoint =
@@ -313,7 +407,57 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Channel, ConnectError> {
                 .connect_with_connector(svc)
                 .await
                 .map_err(|e| fail(&e))?;
-            Ok(Channel::H2(ch))
+            Ok(Channel {
+                inner: Inner::H2(ch),
+                address: opts.address().into(),
+                transport: opts.transport,
+            })
         }
+    }
+}
+
+/// A stream that first yields bytes already read from it.
+struct Prefixed<S> {
+    prefix: Vec<u8>,
+    pos: usize,
+    inner: S,
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Prefixed<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if self.pos < self.prefix.len() {
+            let n = (self.prefix.len() - self.pos).min(buf.remaining());
+            let start = self.pos;
+            buf.put_slice(&self.prefix[start..start + n]);
+            self.pos += n;
+            return Poll::Ready(Ok(()));
+        }
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Prefixed<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }

@@ -256,11 +256,13 @@ pub struct H3Channel {
     send_request: h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>,
     authority: Arc<str>,
     conn: quinn::Connection,
+    endpoint: quinn::Endpoint,
 }
 
 impl H3Channel {
     /// Starts HTTP/3 on an established QUIC connection. `authority` is `host:port`.
     pub(crate) async fn new(
+        endpoint: quinn::Endpoint,
         conn: quinn::Connection,
         authority: &str,
     ) -> Result<H3Channel, BoxError> {
@@ -276,7 +278,15 @@ impl H3Channel {
             send_request,
             authority: authority.into(),
             conn,
+            endpoint,
         })
+    }
+
+    /// Closes the connection and waits (briefly) until the peer was told.
+    pub async fn close(&self) {
+        self.conn.close(0u32.into(), b"closing");
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), self.endpoint.wait_idle())
+            .await;
     }
 
     /// The underlying QUIC connection.

@@ -1,0 +1,104 @@
+//! The minion's execution modules (`test`, `cmd`, `grains`, `pillar`, `sys`, `saltutil`) and
+//! its core grains, with Salt's function names, argument rules, return shapes and error texts.
+//!
+//! The minion calls [`call`] once per job function. Functions live in one table
+//! ([`function_names`], [`lookup`]) that `sys.*` reads too. A job is killed by dropping (or
+//! aborting the task of) the `call` future: commands it started die with their process group.
+
+mod args;
+mod context;
+mod dispatch;
+mod error;
+mod grains;
+mod modules;
+mod process;
+mod pyish;
+mod registry;
+mod spec;
+
+pub use args::{parse_kwarg, yamlify_arg};
+pub use context::{CallContext, EventSink, JobControl, NoJobs, ProcessGroups, PubInfo};
+pub use dispatch::{CallOutcome, EX_GENERIC, call};
+pub use error::ExecError;
+pub use grains::compute_grains;
+pub use registry::{function_names, functions, lookup};
+pub use spec::{Bound, BoxFuture, Call, Function, Handler, Lit, Param};
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Helpers for the unit tests: a context with known grains and pillar, and shorthands
+    //! around [`call`].
+
+    use std::sync::Arc;
+    use std::sync::RwLock;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    /// Grains and pillar the module tests look into.
+    pub fn ctx() -> CallContext {
+        CallContext::new(
+            Arc::new(RwLock::new(json!({
+                "id": "labminion",
+                "os": "Debian",
+                "roles": ["web"],
+                "dns": {"nameservers": ["10.255.255.53"]},
+                "fqdn": "vm.example.com",
+                "host": "vm",
+                "domain": "example.com",
+            }))),
+            Arc::new(RwLock::new(json!({
+                "app": {"port": 8080, "hosts": ["a", "b"]},
+                "list": [1, 2],
+            }))),
+            Arc::new(json!({"id": "labminion"})),
+            Arc::new(NoJobs),
+        )
+    }
+
+    /// The publication the tests pretend the job came from, `arg` packed as Salt packs it.
+    pub fn publ(args: &Value, kwargs: &Value) -> PubInfo {
+        let mut arg = args.as_array().cloned().unwrap_or_default();
+        if let Some(kw) = kwargs.as_object().filter(|m| !m.is_empty()) {
+            let mut packed = serde_json::Map::new();
+            packed.insert("__kwarg__".into(), Value::Bool(true));
+            packed.extend(kw.clone());
+            arg.push(Value::Object(packed));
+        }
+        PubInfo {
+            jid: "20261121001530810867".into(),
+            tgt: json!("labminion"),
+            tgt_type: "glob".into(),
+            ret: String::new(),
+            user: "root".into(),
+            arg,
+        }
+    }
+
+    /// Calls `fun` with positional and keyword arguments in the test context.
+    pub async fn run_kw(fun: &str, args: Value, kwargs: Value) -> CallOutcome {
+        run_in(&ctx(), fun, args, kwargs).await
+    }
+
+    /// Calls `fun` with positional and keyword arguments in the given context.
+    pub async fn run_in(ctx: &CallContext, fun: &str, args: Value, kwargs: Value) -> CallOutcome {
+        let publ = publ(&args, &kwargs);
+        let args = args.as_array().cloned().unwrap_or_default();
+        let kwargs = kwargs.as_object().cloned().unwrap_or_default();
+        call(ctx, fun, args, kwargs, &publ).await
+    }
+
+    /// Calls `fun` with positional arguments only.
+    pub async fn run(fun: &str, args: Value) -> CallOutcome {
+        run_kw(fun, args, json!({})).await
+    }
+
+    /// Asserts a call's return and retcode, and that success follows the retcode.
+    pub async fn check(fun: &str, args: Value, kwargs: Value, ret: Value, retcode: i32) {
+        let out = run_kw(fun, args.clone(), kwargs.clone()).await;
+        assert_eq!(out.ret, ret, "{fun} {args} {kwargs}");
+        assert_eq!(out.retcode, retcode, "{fun} {args} {kwargs}: retcode");
+        assert_eq!(out.success, retcode == 0, "{fun} {args} {kwargs}: success");
+    }
+}

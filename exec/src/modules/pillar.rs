@@ -1,0 +1,293 @@
+//! Salt's `pillar` module: reads the minion's in-memory pillar.
+//!
+//! Salt's `pillar.items` asks the master for a freshly compiled pillar, and `pillarenv` /
+//! `saltenv` select another environment; saltq answers from the pillar the minion holds
+//! (refreshed with `saltutil.refresh_pillar`) and accepts those arguments without effect.
+
+use serde_json::{Map, Value};
+
+use crate::error::ExecError;
+use crate::pyish::{py_repr_str, py_str, traverse, truthy};
+use crate::spec::{Call, Function, Lit, Param};
+
+/// The `pillar` module's functions.
+pub(crate) const FUNCTIONS: &[Function] = &[
+    Function::new("pillar.get", handler!(get))
+        .params(&[
+            Param::req("key"),
+            Param::opt("default", Lit::NotSet),
+            Param::opt("merge", Lit::Bool(false)),
+            Param::opt("merge_nested_lists", Lit::None),
+            Param::opt("delimiter", Lit::Str(":")),
+            Param::opt("pillarenv", Lit::None),
+            Param::opt("saltenv", Lit::None),
+        ])
+        .doc(GET_DOC),
+    Function::new("pillar.item", handler!(item))
+        .varargs()
+        .params(&[
+            Param::opt("default", Lit::None).kwonly(),
+            Param::opt("delimiter", Lit::None).kwonly(),
+            Param::opt("pillarenv", Lit::None).kwonly(),
+            Param::opt("saltenv", Lit::None).kwonly(),
+        ])
+        .doc(ITEM_DOC),
+    Function::new("pillar.items", handler!(items))
+        .varargs()
+        .params(&[
+            Param::opt("pillar", Lit::None).kwonly(),
+            Param::opt("pillar_enc", Lit::None).kwonly(),
+            Param::opt("pillarenv", Lit::None).kwonly(),
+            Param::opt("saltenv", Lit::None).kwonly(),
+        ])
+        .doc(ITEMS_DOC),
+];
+
+const GET_DOC: &str = "Return the named value from the minion's in-memory pillar, or ``default``
+when the key is not there (an empty string unless given, or an error when the minion sets
+``pillar_raise_on_missing``).
+
+With ``merge=True`` and a dict or list default, the pillar value is merged into the default.
+
+The key may reach into nested dicts and lists with a ``:`` delimiter: with pillar
+``{'pkg': {'apache': 'httpd'}}`` the key ``pkg:apache`` gives ``httpd``.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' pillar.get pkg:apache
+    salt '*' pillar.get abc::def|ghi delimiter='|'
+";
+
+async fn get(call: Call) -> Result<Value, ExecError> {
+    let key = py_str(call.arg("key"));
+    let delimiter = py_str(call.arg("delimiter"));
+    let pillar = call.ctx.pillar();
+    let found = traverse(&pillar, &key, &delimiter).cloned();
+    let default = call.arg("default");
+    let not_set = *default == Lit::NotSet.to_value();
+    if truthy(call.arg("merge")) {
+        let merge_lists = match call.arg("merge_nested_lists") {
+            Value::Null => call.ctx.opt("pillar_merge_lists").is_some_and(truthy),
+            v => truthy(v),
+        };
+        match (default, &found) {
+            (Value::Object(d), Some(Value::Object(f))) => {
+                let mut merged = d.clone();
+                merge_into(&mut merged, f, merge_lists);
+                return Ok(Value::Object(merged));
+            }
+            (Value::Object(d), None) => return Ok(Value::Object(d.clone())),
+            (Value::Array(d), Some(Value::Array(f))) => {
+                let mut merged = d.clone();
+                merged.extend(f.iter().filter(|x| !d.contains(x)).cloned());
+                return Ok(Value::Array(merged));
+            }
+            (Value::Array(d), None) => return Ok(Value::Array(d.clone())),
+            // Salt logs that it cannot merge and falls through to a plain lookup.
+            _ => {}
+        }
+    }
+    match found {
+        Some(v) => Ok(v),
+        None if not_set && call.ctx.opt("pillar_raise_on_missing").is_some_and(truthy) => {
+            Err(ExecError::exception(
+                "KeyError",
+                py_repr_str(&format!("Pillar key not found: {key}")),
+            ))
+        }
+        None if not_set => Ok(Value::from("")),
+        None => Ok(default.clone()),
+    }
+}
+
+/// Salt's `dictupdate.update(dest, upd, merge_lists)`: nested dicts merge, other values are
+/// replaced, lists are concatenated when `merge_lists`.
+fn merge_into(dest: &mut Map<String, Value>, upd: &Map<String, Value>, merge_lists: bool) {
+    for (key, new) in upd {
+        match (dest.get_mut(key), new) {
+            (Some(Value::Object(d)), Value::Object(n)) => merge_into(d, n, merge_lists),
+            (Some(Value::Array(d)), Value::Array(n)) if merge_lists => {
+                let extra: Vec<Value> = n.iter().filter(|x| !d.contains(x)).cloned().collect();
+                d.extend(extra);
+            }
+            _ => {
+                dest.insert(key.clone(), new.clone());
+            }
+        }
+    }
+}
+
+const ITEM_DOC: &str = "Return one or more values from the minion's in-memory pillar as a dict; a
+missing key maps to ``default`` (an empty string unless given). Keys may reach into nested
+data with ``delimiter`` (``:`` by default).
+
+CLI Examples:
+
+.. code-block:: bash
+
+    salt '*' pillar.item foo
+    salt '*' pillar.item foo:bar
+    salt '*' pillar.item foo bar baz
+";
+
+async fn item(call: Call) -> Result<Value, ExecError> {
+    let default = call
+        .opt_arg("default")
+        .cloned()
+        .unwrap_or_else(|| Value::from(""));
+    let delimiter = call
+        .opt_arg("delimiter")
+        .map_or_else(|| ":".to_owned(), py_str);
+    Ok(select(&call, &default, &delimiter))
+}
+
+fn select(call: &Call, default: &Value, delimiter: &str) -> Value {
+    let pillar = call.ctx.pillar();
+    let mut out = Map::new();
+    for key in call.varargs().iter().map(py_str) {
+        let value = traverse(&pillar, &key, delimiter)
+            .cloned()
+            .unwrap_or_else(|| default.clone());
+        out.insert(key, value);
+    }
+    Value::Object(out)
+}
+
+const ITEMS_DOC: &str = "Return the minion's pillar. Given key names, return only those, as
+``pillar.item`` does. A ``pillar`` dict given on the command line is merged over the result.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' pillar.items
+";
+
+async fn items(call: Call) -> Result<Value, ExecError> {
+    if !call.varargs().is_empty() {
+        return Ok(select(&call, &Value::from(""), ":"));
+    }
+    let mut pillar = match call.ctx.pillar() {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    match call.arg("pillar") {
+        Value::Null => {}
+        Value::Object(over) => merge_into(&mut pillar, over, false),
+        _ => {
+            return Err(ExecError::invocation(
+                "Pillar data must be formatted as a dictionary",
+            ));
+        }
+    }
+    Ok(Value::Object(pillar))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use crate::testutil::{check, ctx, run_in};
+
+    #[tokio::test]
+    async fn returns_match_salt() {
+        check("pillar.get", json!(["app:port"]), json!({}), json!(8080), 0).await;
+        check(
+            "pillar.get",
+            json!(["app:hosts:1"]),
+            json!({}),
+            json!("b"),
+            0,
+        )
+        .await;
+        check("pillar.get", json!(["foo", "d"]), json!({}), json!("d"), 0).await;
+        check("pillar.get", json!(["foo"]), json!({}), json!(""), 0).await;
+        check(
+            "pillar.item",
+            json!(["foo"]),
+            json!({}),
+            json!({"foo": ""}),
+            0,
+        )
+        .await;
+        check(
+            "pillar.item",
+            json!(["foo"]),
+            json!({"default": "d"}),
+            json!({"foo": "d"}),
+            0,
+        )
+        .await;
+        check(
+            "pillar.item",
+            json!(["app|port", "list"]),
+            json!({"delimiter": "|"}),
+            json!({"app|port": 8080, "list": [1, 2]}),
+            0,
+        )
+        .await;
+        check("pillar.items", json!(["x"]), json!({}), json!({"x": ""}), 0).await;
+        check(
+            "pillar.items",
+            json!([]),
+            json!({}),
+            json!({"app": {"port": 8080, "hosts": ["a", "b"]}, "list": [1, 2]}),
+            0,
+        )
+        .await;
+        check(
+            "pillar.items",
+            json!([]),
+            json!({"pillar": {"list": [3], "new": 1}}),
+            json!({"app": {"port": 8080, "hosts": ["a", "b"]}, "list": [3], "new": 1}),
+            0,
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn merge_defaults() {
+        check(
+            "pillar.get",
+            json!(["app"]),
+            json!({"default": {"port": 1, "user": "www"}, "merge": true}),
+            json!({"port": 8080, "user": "www", "hosts": ["a", "b"]}),
+            0,
+        )
+        .await;
+        check(
+            "pillar.get",
+            json!(["list"]),
+            json!({"default": [0, 1], "merge": true}),
+            json!([0, 1, 2]),
+            0,
+        )
+        .await;
+        check(
+            "pillar.get",
+            json!(["nosuch"]),
+            json!({"default": {"a": 1}, "merge": true}),
+            json!({"a": 1}),
+            0,
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn raise_on_missing() {
+        let mut c = ctx();
+        c.opts = Arc::new(json!({"pillar_raise_on_missing": true}));
+        let out = run_in(&c, "pillar.get", json!(["foo"]), json!({})).await;
+        assert_eq!(
+            out.ret,
+            json!("The minion function caused an exception: KeyError: 'Pillar key not found: foo'")
+        );
+        assert_eq!(out.retcode, 1);
+        let out = run_in(&c, "pillar.get", json!(["foo", "d"]), json!({})).await;
+        assert_eq!(out.ret, json!("d"));
+    }
+}

@@ -1,0 +1,345 @@
+//! Salt's `saltutil` module, the part that acts on the minion's own jobs and data: every
+//! function delegates to the minion's [`JobControl`](crate::JobControl).
+
+use nix::sys::signal::Signal;
+use serde_json::Value;
+
+use crate::error::ExecError;
+use crate::pyish::{fnmatch, py_int, py_str, truthy};
+use crate::spec::{Call, Function, Lit, Param};
+
+/// The `saltutil` module's functions.
+pub(crate) const FUNCTIONS: &[Function] = &[
+    Function::new("saltutil.find_job", handler!(find_job))
+        .params(&[Param::req("jid")])
+        .doc(FIND_JOB_DOC),
+    Function::new("saltutil.is_running", handler!(is_running))
+        .params(&[Param::req("fun")])
+        .doc(IS_RUNNING_DOC),
+    Function::new("saltutil.kill_job", handler!(kill_job))
+        .params(&[Param::req("jid")])
+        .doc(KILL_JOB_DOC),
+    Function::new("saltutil.refresh_grains", handler!(refresh_grains))
+        .kwargs()
+        .doc(REFRESH_GRAINS_DOC),
+    Function::new("saltutil.refresh_pillar", handler!(refresh_pillar))
+        .params(&[
+            Param::opt("wait", Lit::Bool(false)),
+            Param::opt("timeout", Lit::Int(30)),
+            Param::opt("clean_cache", Lit::Bool(true)),
+        ])
+        .doc(REFRESH_PILLAR_DOC),
+    Function::new("saltutil.running", handler!(running)).doc(RUNNING_DOC),
+    Function::new("saltutil.signal_job", handler!(signal_job))
+        .params(&[Param::req("jid"), Param::req("sig")])
+        .doc(SIGNAL_JOB_DOC),
+    Function::new("saltutil.term_job", handler!(term_job))
+        .params(&[Param::req("jid")])
+        .doc(TERM_JOB_DOC),
+];
+
+/// A jid as a string: the CLI's YAML typing may have made a number of it.
+fn jid(call: &Call) -> String {
+    py_str(call.arg("jid"))
+}
+
+const RUNNING_DOC: &str = "Return the data of every job running on the minion
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' saltutil.running
+";
+
+async fn running(call: Call) -> Result<Value, ExecError> {
+    Ok(Value::Array(call.ctx.jobs.running()))
+}
+
+const IS_RUNNING_DOC: &str = "Return the data of the running jobs whose function matches ``fun``, a
+glob
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' saltutil.is_running state.highstate
+";
+
+async fn is_running(call: Call) -> Result<Value, ExecError> {
+    let pattern = py_str(call.arg("fun"));
+    Ok(call
+        .ctx
+        .jobs
+        .running()
+        .into_iter()
+        .filter(|job| {
+            fnmatch(
+                job.get("fun").and_then(Value::as_str).unwrap_or(""),
+                &pattern,
+            )
+        })
+        .collect())
+}
+
+const FIND_JOB_DOC: &str = "Return the data of the running job with this id, or an empty dict when
+no such job is running (it finished, or never ran here)
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' saltutil.find_job <job id>
+";
+
+async fn find_job(call: Call) -> Result<Value, ExecError> {
+    Ok(call.ctx.jobs.find_job(&jid(&call)))
+}
+
+const SIGNAL_JOB_DOC: &str = "Send a signal to the named job and the commands it runs
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' saltutil.signal_job <job id> 15
+";
+
+async fn signal_job(call: Call) -> Result<Value, ExecError> {
+    let sig = py_int(call.arg("sig"))?;
+    let sig = i32::try_from(sig)
+        .ok()
+        .filter(|s| Signal::try_from(*s).is_ok())
+        .ok_or_else(|| {
+            ExecError::exception("ValueError", format!("{sig} is not a valid Signals"))
+        })?;
+    Ok(call.ctx.jobs.signal_job(&jid(&call), sig))
+}
+
+const TERM_JOB_DOC: &str = "Send a termination signal (SIGTERM 15) to the named job
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' saltutil.term_job <job id>
+";
+
+async fn term_job(call: Call) -> Result<Value, ExecError> {
+    Ok(call
+        .ctx
+        .jobs
+        .signal_job(&jid(&call), Signal::SIGTERM as i32))
+}
+
+const KILL_JOB_DOC: &str = "Send a kill signal (SIGKILL 9) to the named job
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' saltutil.kill_job <job id>
+";
+
+async fn kill_job(call: Call) -> Result<Value, ExecError> {
+    Ok(call.ctx.jobs.kill_job(&jid(&call)))
+}
+
+const REFRESH_GRAINS_DOC: &str = "Recompute the minion's grains, then refresh its pillar (which may
+depend on them) unless ``refresh_pillar=False``.
+
+refresh_pillar : True
+    Set to ``False`` to keep the pillar as it is.
+
+clean_pillar_cache : False
+    Accepted for compatibility.
+
+CLI Examples:
+
+.. code-block:: bash
+
+    salt '*' saltutil.refresh_grains
+";
+
+async fn refresh_grains(call: Call) -> Result<Value, ExecError> {
+    let mut refresh_pillar = true;
+    let mut invalid = Vec::new();
+    for (key, value) in call.kwargs() {
+        match key.as_str() {
+            k if k.starts_with("__") => {}
+            "refresh_pillar" => refresh_pillar = truthy(value),
+            "clean_pillar_cache" => {}
+            other => invalid.push(format!("{other}={}", py_str(value))),
+        }
+    }
+    if !invalid.is_empty() {
+        return Err(ExecError::invocation(format!(
+            "The following keyword arguments are not valid: {}",
+            invalid.join(", ")
+        )));
+    }
+    // Salt answers True once the refreshes are under way, whatever becomes of them.
+    call.ctx.jobs.refresh_grains();
+    if refresh_pillar {
+        call.ctx.jobs.refresh_pillar();
+    }
+    Ok(Value::Bool(true))
+}
+
+const REFRESH_PILLAR_DOC: &str = "Ask the master for a fresh pillar. The refresh happens in the
+background; the function returns ``True`` at once.
+
+wait : False
+    Accepted for compatibility.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' saltutil.refresh_pillar
+";
+
+async fn refresh_pillar(call: Call) -> Result<Value, ExecError> {
+    Ok(Value::Bool(call.ctx.jobs.refresh_pillar()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::{Value, json};
+
+    use crate::context::JobControl;
+    use crate::testutil::{ctx, run_in};
+
+    /// A minion with one running job that records what it was asked to do.
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<String>>);
+
+    impl Recorder {
+        fn log(&self) -> Vec<String> {
+            self.0.lock().map(|l| l.clone()).unwrap_or_default()
+        }
+    }
+
+    fn job() -> Value {
+        // The shape salt 3007.8's saltutil.running gives.
+        json!({"pid": 21009, "fun": "cmd.run", "arg": ["sleep 30"], "tgt": "labminion",
+               "jid": "20261121001620925940", "ret": "", "tgt_type": "glob", "user": "root"})
+    }
+
+    impl JobControl for Recorder {
+        fn running(&self) -> Vec<Value> {
+            vec![job()]
+        }
+        fn signal_job(&self, jid: &str, signal: i32) -> Value {
+            if let Ok(mut l) = self.0.lock() {
+                l.push(format!("signal {jid} {signal}"));
+            }
+            json!(format!("Signal {signal} sent to job {jid} at pid 21009"))
+        }
+        fn refresh_grains(&self) -> bool {
+            if let Ok(mut l) = self.0.lock() {
+                l.push("grains".into());
+            }
+            true
+        }
+        fn refresh_pillar(&self) -> bool {
+            if let Ok(mut l) = self.0.lock() {
+                l.push("pillar".into());
+            }
+            true
+        }
+    }
+
+    #[tokio::test]
+    async fn delegates_to_the_minion() {
+        let rec = Arc::new(Recorder::default());
+        let mut c = ctx();
+        c.jobs = rec.clone();
+        let run = |fun: &'static str, args: Value| {
+            let c = c.clone();
+            async move { run_in(&c, fun, args, json!({})).await }
+        };
+        assert_eq!(run("saltutil.running", json!([])).await.ret, json!([job()]));
+        assert_eq!(
+            run("saltutil.is_running", json!(["cmd.*"])).await.ret,
+            json!([job()])
+        );
+        assert_eq!(
+            run("saltutil.is_running", json!(["test.*"])).await.ret,
+            json!([])
+        );
+        assert_eq!(
+            run("saltutil.find_job", json!(["20261121001620925940"]))
+                .await
+                .ret,
+            job()
+        );
+        assert_eq!(run("saltutil.find_job", json!(["1"])).await.ret, json!({}));
+        assert_eq!(
+            run("saltutil.kill_job", json!(["20261121001620925940"]))
+                .await
+                .ret,
+            json!("Signal 9 sent to job 20261121001620925940 at pid 21009")
+        );
+        assert_eq!(
+            run("saltutil.signal_job", json!(["20261121001620925940", 15]))
+                .await
+                .ret,
+            json!("Signal 15 sent to job 20261121001620925940 at pid 21009")
+        );
+        assert_eq!(
+            run("saltutil.term_job", json!(["20261121001620925940"]))
+                .await
+                .ret,
+            json!("Signal 15 sent to job 20261121001620925940 at pid 21009")
+        );
+        let bad = run("saltutil.signal_job", json!(["1", 99])).await;
+        assert_eq!(
+            bad.ret,
+            json!("The minion function caused an exception: ValueError: 99 is not a valid Signals")
+        );
+        assert_eq!(
+            run("saltutil.refresh_grains", json!([])).await.ret,
+            json!(true)
+        );
+        assert_eq!(
+            run("saltutil.refresh_pillar", json!([])).await.ret,
+            json!(true)
+        );
+        assert_eq!(
+            rec.log(),
+            [
+                "signal 20261121001620925940 9",
+                "signal 20261121001620925940 15",
+                "signal 20261121001620925940 15",
+                "grains",
+                "pillar",
+                "pillar"
+            ]
+        );
+        let out = run_in(
+            &c,
+            "saltutil.refresh_grains",
+            json!([]),
+            json!({"bogus": 1}),
+        )
+        .await;
+        assert_eq!(
+            out.ret,
+            json!(
+                "ERROR executing 'saltutil.refresh_grains': The following keyword arguments are not valid: bogus=1"
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn without_a_minion_nothing_runs() {
+        let c = ctx();
+        let out = run_in(&c, "saltutil.running", json!([]), json!({})).await;
+        assert_eq!(out.ret, json!([]));
+        let out = run_in(&c, "saltutil.kill_job", json!(["1"]), json!({})).await;
+        assert_eq!(out.ret, json!(""));
+    }
+}

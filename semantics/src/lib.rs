@@ -1,0 +1,10 @@
+//! Salt's rules without I/O, shared by the saltq master, minion and CLI: job
+//! ids, targeting, the typing of CLI arguments, and the outputters.
+
+pub mod args;
+pub mod jid;
+pub mod output;
+pub mod target;
+
+pub use jid::{Jid, JidError, JidGenerator};
+pub use target::{MinionFacts, NodegroupDef, Nodegroups, Target, TargetError, TargetType};

@@ -1,0 +1,299 @@
+//! Keys, identities and transports: pending → accept → subscribed, auto_accept, a changed key
+//! denied, minion certificates kept off the client services, both transports, bad config.
+
+use std::process::Command;
+use std::time::Duration;
+
+use saltq_tests::{Master, Scratch, bin, eventually};
+
+#[test]
+fn pending_then_accepted_then_subscribed() {
+    let master = Master::start("");
+    let _m = master.minion("web1", "");
+    eventually("web1 pending", Duration::from_secs(20), || {
+        let o = master.saltq(&["key", "-L", "--out", "json"]);
+        (o.json()["minions_pre"] == serde_json::json!(["web1"])).then_some(())
+    });
+    // Pending: the job service does not count it, salt's "no minions" message and exit 2.
+    let o = master.saltq(&["*", "test.ping"]);
+    assert_eq!(o.code, 2, "{o:?}");
+    assert_eq!(
+        o.stdout,
+        "No minions matched the target. No command was sent, no jid was assigned.\n"
+    );
+    assert_eq!(o.stderr, "ERROR: No return received\n");
+    let o = master.saltq(&["key", "-a", "web1", "-y"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(
+        o.stdout,
+        "The following keys are going to be accepted:\nUnaccepted Keys:\nweb1\nKey for minion web1 accepted.\n"
+    );
+    // The minion gets in on its own (acceptance_wait_time), without a restart.
+    master.wait_for("web1");
+    let o = master.saltq(&["*", "test.ping"]);
+    assert_eq!(
+        (o.code, o.stdout.as_str()),
+        (0, "web1:\n    True\n"),
+        "{o:?}"
+    );
+    let o = master.saltq(&["key", "-L"]);
+    assert_eq!(
+        o.stdout,
+        "Accepted Keys:\nweb1\nDenied Keys:\nUnaccepted Keys:\nRejected Keys:\n"
+    );
+}
+
+#[test]
+fn auto_accept_and_fingerprints() {
+    let master = Master::start("auto_accept: true");
+    let m = master.minion("db1", "");
+    master.wait_for("db1");
+    let o = master.saltq(&["key", "-f", "db1", "--out", "json"]);
+    let fp = o.json()["minions"]["db1"]
+        .as_str()
+        .expect("fingerprint")
+        .to_owned();
+    assert_eq!(fp.len(), 32 * 3 - 1, "sha256 as colon-separated hex: {fp}");
+    // The fingerprint is that of the key the minion holds.
+    let cert = std::fs::read_to_string(m.pki_dir().join("minion.crt")).expect("minion cert");
+    let der = rustls_pemfile_first(&cert);
+    assert_eq!(
+        saltq_transport::pki::fingerprint_cert(&der).expect("fp"),
+        fp
+    );
+}
+
+fn rustls_pemfile_first(pem: &str) -> rustls::pki_types::CertificateDer<'static> {
+    use rustls::pki_types::pem::PemObject;
+    rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes())
+        .next()
+        .expect("a certificate")
+        .expect("valid PEM")
+}
+
+#[test]
+fn changed_key_is_denied_never_accepted() {
+    let master = Master::start("auto_accept: true");
+    let mut m = master.minion("app1", "");
+    master.wait_for("app1");
+    m.stop();
+    // The same id with a new key: an impostor, or a reinstall; Salt denies it either way.
+    std::fs::remove_file(m.pki_dir().join("minion.key")).expect("remove key");
+    m.restart();
+    eventually("app1 denied", Duration::from_secs(20), || {
+        let o = master.saltq(&["key", "-L", "--out", "json"]);
+        (o.json()["minions_denied"] == serde_json::json!(["app1"])).then_some(())
+    });
+    let o = master.saltq(&[
+        "-L",
+        "app1",
+        "test.ping",
+        "-t",
+        "1",
+        "--gather-job-timeout",
+        "1",
+    ]);
+    assert_eq!(o.code, 1, "{o:?}");
+    assert!(
+        o.stdout.contains("Minion did not return. [Not connected]"),
+        "{o:?}"
+    );
+    let log = std::fs::read_to_string(m.log()).unwrap_or_default();
+    assert!(
+        log.contains("differs from the accepted one: denied"),
+        "minion log: {log}"
+    );
+}
+
+#[test]
+fn minion_certificate_cannot_publish_and_client_cannot_pose_as_minion() {
+    let master = Master::start("auto_accept: true");
+    let m = master.minion("web2", "");
+    master.wait_for("web2");
+    let port = master.port.to_string();
+    let addr = format!("127.0.0.1:{port}");
+    let ca = master.pki_dir().join("ca.crt");
+    let (cert, key) = (
+        m.pki_dir().join("minion.crt"),
+        m.pki_dir().join("minion.key"),
+    );
+    for transport in ["quic", "h2"] {
+        let o = master.saltq_with(
+            &[
+                "--master",
+                &addr,
+                "--ca",
+                ca.to_str().unwrap(),
+                "--cert",
+                cert.to_str().unwrap(),
+                "--key",
+                key.to_str().unwrap(),
+                "--transport",
+                transport,
+            ],
+            &["*", "test.ping"],
+        );
+        assert_eq!(o.code, 77, "{transport}: {o:?}");
+        assert!(
+            o.stderr
+                .contains("minion web2 may not call saltq.v1.JobService"),
+            "{transport}: {o:?}"
+        );
+    }
+}
+
+#[test]
+fn same_rpc_over_http3_and_http2() {
+    let master = Master::start("auto_accept: true");
+    let _a = master.minion("a1", "");
+    let _b = master.minion("b1", "");
+    master.wait_for("a1");
+    master.wait_for("b1");
+    let quic = master.saltq(&[
+        "--transport",
+        "quic",
+        "*",
+        "test.echo",
+        "same",
+        "--out",
+        "json",
+        "--static",
+    ]);
+    let h2 = master.saltq(&[
+        "--transport",
+        "h2",
+        "*",
+        "test.echo",
+        "same",
+        "--out",
+        "json",
+        "--static",
+    ]);
+    assert_eq!(quic.code, 0, "{quic:?}");
+    assert_eq!(quic.json(), serde_json::json!({"a1": "same", "b1": "same"}));
+    assert_eq!((h2.code, h2.stdout), (quic.code, quic.stdout));
+    let keys_quic = master.saltq(&["--transport", "quic", "key", "-L", "--out", "json"]);
+    let keys_h2 = master.saltq(&["--transport", "h2", "key", "-L", "--out", "json"]);
+    assert_eq!(keys_quic.stdout, keys_h2.stdout);
+}
+
+#[test]
+fn minion_pins_master_ca_and_checks_master_finger() {
+    let master = Master::start("auto_accept: true");
+    let fp = master.saltq(&["pki", "fingerprint"]);
+    assert_eq!(fp.code, 0, "{fp:?}");
+    let good = fp.stdout.trim().to_owned();
+    let m = master.minion("pin1", &format!("master_finger: '{good}'"));
+    master.wait_for("pin1");
+    assert!(
+        m.pki_dir().join("master_ca.crt").is_file(),
+        "CA pinned on first use"
+    );
+    let bad = master.minion("pin2", "master_finger: '00:11:22'");
+    std::thread::sleep(Duration::from_secs(2));
+    let o = master.saltq(&["key", "-L", "--out", "json"]);
+    assert!(
+        !o.stdout.contains("pin2"),
+        "a minion with the wrong master_finger never reaches key acceptance: {o:?}"
+    );
+    let log = std::fs::read_to_string(bad.log()).unwrap_or_default();
+    assert!(
+        log.contains("does not match master_finger"),
+        "minion log: {log}"
+    );
+}
+
+#[test]
+fn ca_issued_minion_certificate_skips_pending() {
+    let master = Master::start("");
+    let issued = master.saltq(&["pki", "minion", "ca2"]);
+    assert_eq!(issued.code, 0, "{issued:?}");
+    let dir = master.pki_dir().join("issued");
+    // Give the minion the CA-issued key pair before it first connects.
+    let mut m = master.minion("ca2", "");
+    m.stop();
+    std::fs::create_dir_all(m.pki_dir()).expect("pki dir");
+    std::fs::copy(dir.join("ca2.crt"), m.pki_dir().join("minion.crt")).expect("cert");
+    std::fs::copy(dir.join("ca2.key"), m.pki_dir().join("minion.key")).expect("key");
+    m.restart();
+    // No `saltq key -a`: the CA vouched for it.
+    master.wait_for("ca2");
+    let o = master.saltq(&["key", "-L", "--out", "json"]);
+    assert_eq!(o.json()["minions"], serde_json::json!(["ca2"]), "{o:?}");
+}
+
+#[test]
+fn bad_config_stops_the_master_with_exit_64_naming_file_and_key() {
+    let dir = Scratch::new("badcfg");
+    std::fs::write(
+        dir.0.join("master"),
+        format!("root_dir: {}\nprot: 4506\n", dir.0.display()),
+    )
+    .unwrap();
+    let o = Command::new(bin("saltq-master"))
+        .arg("-c")
+        .arg(&dir.0)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(64), "{err}");
+    assert!(
+        err.contains(&dir.0.join("master").display().to_string())
+            && err.contains("unknown key `prot`"),
+        "{err}"
+    );
+
+    std::fs::write(
+        dir.0.join("master"),
+        format!("root_dir: {}\nport: many\n", dir.0.display()),
+    )
+    .unwrap();
+    let o = Command::new(bin("saltq-master"))
+        .arg("-c")
+        .arg(&dir.0)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(64), "{err}");
+    assert!(
+        err.contains("port") && err.contains("invalid type"),
+        "{err}"
+    );
+
+    // Port in use: a second master on the first one's port.
+    let first = Master::start("");
+    std::fs::write(
+        dir.0.join("master"),
+        format!(
+            "root_dir: {}\ninterface: 127.0.0.1\nport: {}\n",
+            dir.0.display(),
+            first.port
+        ),
+    )
+    .unwrap();
+    let o = Command::new(bin("saltq-master"))
+        .arg("-c")
+        .arg(&dir.0)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(64), "{err}");
+    assert!(
+        err.contains("cannot listen on") && err.contains("interface/port"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_minion_config_names_the_key() {
+    let dir = Scratch::new("badmcfg");
+    std::fs::write(dir.0.join("minion"), "id: x\nmaster_port: -3\n").unwrap();
+    let o = Command::new(bin("saltq-minion"))
+        .arg("-c")
+        .arg(&dir.0)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(64), "{err}");
+    assert!(err.contains("master_port"), "{err}");
+}
