@@ -66,13 +66,7 @@ impl TargetFlags {
             _ => "glob",
         }
     }
-
-    /// Whether any flag was given (then the first word is a target, never a subcommand).
-    pub fn any(&self) -> bool {
-        self.tgt_type() != "glob"
-    }
 }
-
 /// Flags of the main command.
 #[derive(Debug, Clone, clap::Args)]
 pub struct JobArgs {

@@ -29,12 +29,7 @@ struct JobCli {
     #[command(flatten)]
     out: OutputArgs,
     /// Log level for the CLI itself.
-    #[arg(
-        short = 'l',
-        long = "log-level",
-        default_value = "warning",
-        global = true
-    )]
+    #[arg(short = 'l', long = "log-level", default_value = "warning")]
     log_level: String,
     #[command(flatten)]
     job: job::JobArgs,

@@ -242,12 +242,6 @@ impl KeyStore {
         Ok(Admission::Pending)
     }
 
-    /// Whether `id` has an accepted key.
-    pub fn is_accepted(&self, id: &str) -> bool {
-        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
-        keys.contains_key(&(KeyState::Accepted, id.to_owned()))
-    }
-
     /// Ids per state, sorted.
     pub fn list(&self) -> BTreeMap<KeyState, Vec<String>> {
         let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());

@@ -273,8 +273,15 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         })?;
 
     let pruner = tokio::spawn(prune_loop(master.clone(), shutdown.clone()));
+    let presence = master
+        .cfg
+        .presence_events
+        .then(|| tokio::spawn(presence_loop(master.clone())));
     listeners.serve(Authorize::new(routes), shutdown).await;
     pruner.abort();
+    if let Some(p) = presence {
+        p.abort();
+    }
     Ok(())
 }
 
@@ -293,5 +300,17 @@ async fn prune_loop(master: Arc<Master>, mut shutdown: watch::Receiver<bool>) {
             _ = tokio::time::sleep(every) => {}
             _ = shutdown.wait_for(|s| *s) => return,
         }
+    }
+}
+
+/// Salt's `salt/presence/present` every `loop_interval` (60 s) when `presence_events` is on.
+async fn presence_loop(master: Arc<Master>) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+    loop {
+        tick.tick().await;
+        master.events.fire(
+            "salt/presence/present",
+            serde_json::json!({"present": master.connected()}),
+        );
     }
 }

@@ -51,21 +51,6 @@ pub struct ActiveJob {
     watch: broadcast::Sender<Arc<pb::JobReturn>>,
 }
 
-impl ActiveJob {
-    /// Returns that arrive from now on.
-    pub fn watch(&self) -> broadcast::Receiver<Arc<pb::JobReturn>> {
-        self.watch.subscribe()
-    }
-
-    /// Minions that have returned so far.
-    pub fn returned(&self) -> HashSet<String> {
-        self.returned
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-}
-
 /// Everything the services share.
 pub struct Master {
     /// The validated config.
@@ -107,17 +92,17 @@ impl Master {
         if let Ok(dir) = std::fs::read_dir(&minion_data_dir) {
             for e in dir.flatten() {
                 let id = e.file_name().to_string_lossy().into_owned();
-                if let Ok(text) = std::fs::read_to_string(e.path().join("data.json")) {
-                    if let Ok(v) = serde_json::from_str::<Value>(&text) {
-                        minions.insert(
-                            id,
-                            MinionEntry {
-                                grains: v.get("grains").cloned(),
-                                pillar: v.get("pillar").cloned(),
-                                subscription: None,
-                            },
-                        );
-                    }
+                if let Ok(text) = std::fs::read_to_string(e.path().join("data.json"))
+                    && let Ok(v) = serde_json::from_str::<Value>(&text)
+                {
+                    minions.insert(
+                        id,
+                        MinionEntry {
+                            grains: v.get("grains").cloned(),
+                            pillar: v.get("pillar").cloned(),
+                            subscription: None,
+                        },
+                    );
                 }
             }
         }
@@ -146,19 +131,22 @@ impl Master {
             e.subscription = Some(Subscription { tx, conn_id });
         }
         self.persist_minion_data(id, &data);
+        if self.cfg.presence_events {
+            self.events
+                .fire("salt/presence/change", json!({"new": [id], "lost": []}));
+        }
         conn_id
     }
 
     /// Forgets a subscription, unless a newer connection of the same minion replaced it.
     pub fn unsubscribe(&self, id: &str, conn_id: u64) {
         let mut m = self.minions.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(e) = m.get_mut(id) {
-            if e.subscription
+        if let Some(e) = m.get_mut(id)
+            && e.subscription
                 .as_ref()
                 .is_some_and(|s| s.conn_id == conn_id)
-            {
-                e.subscription = None;
-            }
+        {
+            e.subscription = None;
         }
     }
 
@@ -208,24 +196,6 @@ impl Master {
             .collect();
         v.sort();
         v
-    }
-
-    /// Sends a control message to a connected minion.
-    pub fn control(&self, id: &str, action: pb::ControlAction) -> bool {
-        let tx = {
-            let m = self.minions.lock().unwrap_or_else(|e| e.into_inner());
-            m.get(id)
-                .and_then(|e| e.subscription.as_ref().map(|s| s.tx.clone()))
-        };
-        tx.is_some_and(|tx| {
-            tx.try_send(Ok(pb::SubscribeResponse {
-                kind: Some(Kind::Control(pb::Control {
-                    action: action as i32,
-                    data: None,
-                })),
-            }))
-            .is_ok()
-        })
     }
 
     /// Validates a publish request: function names and target, before anything is sent.
@@ -322,10 +292,15 @@ impl Master {
         let jid = self.next_jid(&spec.req.jid)?;
         let now = chrono::Utc::now();
         let req = spec.req;
+        // Minions have no nodegroups: publish the expanded compound, as Salt does.
+        let (tgt, tgt_type) = match (spec.tgt_type, target.expanded_compound()) {
+            (TargetType::Nodegroup, Some(expr)) => (expr, TargetType::Compound),
+            _ => (spec.tgt, spec.tgt_type),
+        };
         let load = pb::JobLoad {
             jid: jid.to_string(),
-            tgt: spec.tgt,
-            tgt_type: spec.tgt_type.as_str().to_owned(),
+            tgt,
+            tgt_type: tgt_type.as_str().to_owned(),
             fun: req.fun,
             arg: req.arg,
             kwarg: req.kwarg,
@@ -509,15 +484,6 @@ impl Master {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(jid);
-    }
-
-    /// The job being followed, if any.
-    pub fn active_job(&self, jid: &str) -> Option<Arc<ActiveJob>> {
-        self.jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(jid)
-            .cloned()
     }
 }
 

@@ -24,8 +24,6 @@ pub struct RawConfig {
     pub transport: Option<String>,
     /// The minion's key and the pinned master CA.
     pub pki_dir: Option<PathBuf>,
-    /// State.
-    pub cachedir: Option<PathBuf>,
     /// CA file that vouches for the master; without it the master's CA is pinned on first use.
     pub ca_file: Option<PathBuf>,
     /// Expected fingerprint of the master's CA (Salt's `master_finger`).
@@ -65,8 +63,6 @@ pub struct MinionConfig {
     pub transport: TransportKind,
     /// Key directory.
     pub pki_dir: PathBuf,
-    /// State directory.
-    pub cachedir: PathBuf,
     /// CA vouching for the master.
     pub ca_file: Option<PathBuf>,
     /// Expected master CA fingerprint.
@@ -152,11 +148,6 @@ impl MinionConfig {
                 &root,
                 &raw.pki_dir
                     .unwrap_or_else(|| "/etc/saltq/pki/minion".into()),
-            ),
-            cachedir: rooted(
-                &root,
-                &raw.cachedir
-                    .unwrap_or_else(|| "/var/cache/saltq/minion".into()),
             ),
             ca_file: raw.ca_file.map(|p| rooted(&root, &p)),
             master_finger: raw.master_finger,

@@ -25,7 +25,7 @@ use crate::jobs::{Jobs, Refresh};
 /// What the main loop reacts to while subscribed.
 enum Event {
     /// A message on the subscription, or its end.
-    Message(Option<pb::SubscribeResponse>),
+    Message(Option<Box<pb::SubscribeResponse>>),
     /// An execution function asked for a refresh.
     Refresh(Refresh),
     /// SIGTERM or Ctrl-C.
@@ -171,7 +171,7 @@ pub async fn run(cfg: MinionConfig, mut shutdown: watch::Receiver<bool>) -> anyh
         let mut stream = stream;
         loop {
             let event = tokio::select! {
-                m = stream.message() => Event::Message(m.unwrap_or_else(|s| {
+                m = stream.message() => Event::Message(m.map(|o| o.map(Box::new)).unwrap_or_else(|s| {
                     tracing::warn!("subscription ended: {}", s.message());
                     None
                 })),

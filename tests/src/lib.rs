@@ -160,10 +160,10 @@ impl Master {
             &format!("master listening (log: {})", log_path.display()),
             Duration::from_secs(20),
             || {
-                if let Some(c) = self.child.as_mut() {
-                    if let Ok(Some(status)) = c.try_wait() {
-                        panic!("saltq-master exited with {status}:\n{}", tail(&log_path));
-                    }
+                if let Some(c) = self.child.as_mut()
+                    && let Ok(Some(status)) = c.try_wait()
+                {
+                    panic!("saltq-master exited with {status}:\n{}", tail(&log_path));
                 }
                 std::fs::read_to_string(&listen)
                     .ok()

@@ -107,16 +107,16 @@ impl Listeners {
         };
         let quic = match cfg.quic {
             Some(mut addr) => {
-                if addr.port() == 0 {
-                    if let Some((l, _)) = &h2 {
-                        let tcp = l.local_addr().map_err(|source| BindError::Bind {
-                            transport: "tcp",
-                            addr,
-                            source,
-                        })?;
-                        if tcp.ip() == addr.ip() {
-                            addr.set_port(tcp.port());
-                        }
+                if addr.port() == 0
+                    && let Some((l, _)) = &h2
+                {
+                    let tcp = l.local_addr().map_err(|source| BindError::Bind {
+                        transport: "tcp",
+                        addr,
+                        source,
+                    })?;
+                    if tcp.ip() == addr.ip() {
+                        addr.set_port(tcp.port());
                     }
                 }
                 let mut tls = tls::server_config(identity, &trust, tls::ALPN_H3)?;

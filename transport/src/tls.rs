@@ -107,10 +107,10 @@ impl Trust {
         if self.master_ca.verify_client_cert(leaf, rest, now).is_ok() {
             return Some(Issuer::MasterCa);
         }
-        if let Some(ext) = &self.external {
-            if ext.verify_client_cert(leaf, rest, now).is_ok() {
-                return Some(Issuer::ExternalCa);
-            }
+        if let Some(ext) = &self.external
+            && ext.verify_client_cert(leaf, rest, now).is_ok()
+        {
+            return Some(Issuer::ExternalCa);
         }
         if verify_self_signed(leaf, now) {
             return Some(Issuer::SelfSigned);

@@ -169,13 +169,12 @@ async fn find_job(
                 Err(broadcast::error::RecvError::Lagged(_)) => {}
                 Err(broadcast::error::RecvError::Closed) => break,
             },
-            r = rx.recv() => if let Ok(ret) = r {
-                if pending.remove(&ret.id) {
+            r = rx.recv() => if let Ok(ret) = r
+                && pending.remove(&ret.id) {
                     *returned += 1;
                     waiting.remove(&ret.id);
                     send(out, Kind::MinionReturn((*ret).clone())).await;
-                }
-            },
+                },
             _ = tokio::time::sleep_until(deadline) => break,
         }
     }
