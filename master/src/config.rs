@@ -41,8 +41,20 @@ pub struct RawConfig {
     pub accept_ca_signed_minions: Option<bool>,
     /// PEM files of external CAs (e.g. cert-manager) trusted to issue minion certificates.
     pub minion_ca_files: Option<Vec<PathBuf>>,
+    /// PEM files of external CAs (e.g. cert-manager) trusted to issue client certificates.
+    pub client_ca_files: Option<Vec<PathBuf>>,
+    /// Serve this certificate (PEM chain) instead of the one the master issues itself.
+    pub master_cert_file: Option<PathBuf>,
+    /// The key of `master_cert_file`.
+    pub master_key_file: Option<PathBuf>,
     /// Extra names and addresses for the master's server certificate.
     pub cert_sans: Option<Vec<String>>,
+    /// Plain-HTTP port for /healthz, /readyz and /metrics (default 8080; 0 picks a free port).
+    pub http_port: Option<u16>,
+    /// Address of the HTTP port (default 0.0.0.0).
+    pub http_interface: Option<IpAddr>,
+    /// Serve the HTTP port at all (default true).
+    pub http_enabled: Option<bool>,
     /// Log level: error, warning, info, debug, trace.
     pub log_level: Option<String>,
     /// Largest gRPC message, in bytes (default 16 MiB).
@@ -74,6 +86,9 @@ pub struct RawConfig {
 }
 
 /// The validated config the master runs with.
+///
+/// As in Salt, `root_dir` prefixes `pki_dir`, `cachedir` and `autosign_file`; other paths
+/// (pillar roots, CA files, certificates) are taken as written.
 #[derive(Debug, Clone)]
 pub struct MasterConfig {
     /// Where the config was read from (for messages).
@@ -96,8 +111,14 @@ pub struct MasterConfig {
     pub accept_ca_signed_minions: bool,
     /// External CAs for minion certificates.
     pub minion_ca_files: Vec<PathBuf>,
+    /// External CAs for client certificates.
+    pub client_ca_files: Vec<PathBuf>,
+    /// An externally issued server certificate and key, instead of the self-issued pair.
+    pub master_cert: Option<(PathBuf, PathBuf)>,
     /// Extra SANs.
     pub cert_sans: Vec<String>,
+    /// The HTTP probe and metrics address, or off.
+    pub http: Option<SocketAddr>,
     /// Log level.
     pub log_level: String,
     /// Transport limits.
@@ -176,18 +197,39 @@ impl MasterConfig {
                 path: cachedir.join("jobs.sqlite"),
             },
             "postgres" => saltq_jobcache::CacheConfig::Postgres {
-                url: raw.job_cache_postgres.clone().ok_or_else(|| {
-                    bad(
-                        "job_cache_postgres",
-                        "required when job_cache is postgres".into(),
-                    )
-                })?,
+                // The environment keeps a password out of the config file (e.g. from a Secret).
+                url: std::env::var("SALTQ_JOB_CACHE_POSTGRES")
+                    .ok()
+                    .filter(|v| !v.is_empty())
+                    .or_else(|| raw.job_cache_postgres.clone())
+                    .ok_or_else(|| {
+                        bad(
+                            "job_cache_postgres",
+                            "required when job_cache is postgres".into(),
+                        )
+                    })?,
                 schema: raw.job_cache_postgres_schema.clone(),
             },
             other => {
                 return Err(bad(
                     "job_cache",
                     format!("unknown backend {other:?}: expected sqlite or postgres"),
+                ));
+            }
+        };
+        let master_cert = match (raw.master_cert_file.clone(), raw.master_key_file.clone()) {
+            (Some(c), Some(k)) => Some((c, k)),
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err(bad(
+                    "master_key_file",
+                    "required with master_cert_file".into(),
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(bad(
+                    "master_cert_file",
+                    "required with master_key_file".into(),
                 ));
             }
         };
@@ -212,13 +254,16 @@ impl MasterConfig {
             auto_accept: raw.auto_accept.unwrap_or(false),
             autosign_file: raw.autosign_file.map(|p| rooted(&root, &p)),
             accept_ca_signed_minions: raw.accept_ca_signed_minions.unwrap_or(true),
-            minion_ca_files: raw
-                .minion_ca_files
-                .unwrap_or_default()
-                .into_iter()
-                .map(|p| rooted(&root, &p))
-                .collect(),
+            minion_ca_files: raw.minion_ca_files.unwrap_or_default(),
+            client_ca_files: raw.client_ca_files.unwrap_or_default(),
+            master_cert,
             cert_sans: raw.cert_sans.unwrap_or_default(),
+            http: raw.http_enabled.unwrap_or(true).then(|| {
+                SocketAddr::new(
+                    raw.http_interface.unwrap_or(IpAddr::from([0, 0, 0, 0])),
+                    raw.http_port.unwrap_or(8080),
+                )
+            }),
             log_level,
             limits: saltq_transport::Limits {
                 max_message_size,
@@ -232,10 +277,7 @@ impl MasterConfig {
             pillar_roots: raw
                 .pillar_roots
                 .and_then(|mut m| m.remove("base"))
-                .unwrap_or_default()
-                .into_iter()
-                .map(|p| rooted(&root, &p))
-                .collect(),
+                .unwrap_or_default(),
             presence_events: raw.presence_events.unwrap_or(false),
             timeout: secs("timeout", raw.timeout, 5.0)?,
             gather_job_timeout: secs("gather_job_timeout", raw.gather_job_timeout, 10.0)?,

@@ -21,6 +21,7 @@ pub struct Event {
 #[derive(Clone)]
 pub struct EventBus {
     tx: broadcast::Sender<Arc<Event>>,
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// Salt's `_stamp`: UTC, ISO 8601 with microseconds and no zone suffix.
@@ -32,9 +33,16 @@ pub fn stamp() -> String {
 
 impl EventBus {
     /// A bus that keeps up to `capacity` events for slow subscribers.
-    pub fn new(capacity: usize) -> EventBus {
+    pub fn new(capacity: usize, metrics: Arc<crate::metrics::Metrics>) -> EventBus {
         let (tx, _) = broadcast::channel(capacity);
-        EventBus { tx }
+        EventBus { tx, metrics }
+    }
+
+    /// Counts events a slow subscriber missed.
+    pub fn missed(&self, n: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.metrics.slow_subscribers.fetch_add(1, Relaxed);
+        self.metrics.events_missed.fetch_add(n, Relaxed);
     }
 
     /// Fires an event; `data` should be an object (anything else is wrapped as `{"data": ...}`).
@@ -53,6 +61,9 @@ impl EventBus {
             data,
         });
         tracing::debug!(tag = %event.tag, "event");
+        self.metrics
+            .events_fired
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // No subscriber is not an error.
         let _ = self.tx.send(event);
     }
@@ -95,7 +106,7 @@ mod tests {
 
     #[tokio::test]
     async fn slow_subscriber_is_told_what_it_missed() {
-        let bus = EventBus::new(4);
+        let bus = EventBus::new(4, Default::default());
         let mut slow = bus.subscribe();
         for i in 0..10 {
             bus.fire(format!("t/{i}"), json!({"i": i}));

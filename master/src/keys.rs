@@ -36,6 +36,16 @@ impl KeyState {
         KeyState::Denied,
     ];
 
+    /// The state's name in metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyState::Accepted => "accepted",
+            KeyState::Pending => "pending",
+            KeyState::Rejected => "rejected",
+            KeyState::Denied => "denied",
+        }
+    }
+
     /// The directory name under `pki_dir`.
     pub fn dir(self) -> &'static str {
         match self {

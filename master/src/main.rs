@@ -3,6 +3,7 @@
 mod config;
 mod events;
 mod keys;
+mod metrics;
 mod pillar;
 mod run;
 mod service;

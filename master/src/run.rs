@@ -139,12 +139,20 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         StartError { code, error: e }
     })?;
     let usage = saltq_transport::config::EX_USAGE;
-    let identity = CertKey::load(
-        &cfg.pki_dir.join(PkiFiles::MASTER_CERT),
-        &cfg.pki_dir.join(PkiFiles::MASTER_KEY),
-    )
-    .map_err(anyhow::Error::from)
-    .map_err(fail(usage))?;
+    let (cert_file, key_file) = cfg.master_cert.clone().unwrap_or_else(|| {
+        (
+            cfg.pki_dir.join(PkiFiles::MASTER_CERT),
+            cfg.pki_dir.join(PkiFiles::MASTER_KEY),
+        )
+    });
+    let identity = CertKey::load(&cert_file, &key_file)
+        .with_context(|| {
+            format!(
+                "{}: keys master_cert_file/master_key_file",
+                cfg.file.display()
+            )
+        })
+        .map_err(fail(usage))?;
     let ca_certs = pki::load_certs(&cfg.pki_dir.join(PkiFiles::CA_CERT))
         .map_err(anyhow::Error::from)
         .map_err(fail(usage))?;
@@ -156,7 +164,15 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
                 .map_err(fail(usage))?,
         );
     }
-    let trust = Trust::new(&ca_certs, &external)
+    let mut clients = Vec::new();
+    for f in &cfg.client_ca_files {
+        clients.extend(
+            pki::load_certs(f)
+                .with_context(|| format!("{}: key client_ca_files", cfg.file.display()))
+                .map_err(fail(usage))?,
+        );
+    }
+    let trust = Trust::new(&ca_certs, &external, &clients)
         .map_err(anyhow::Error::from)
         .map_err(fail(usage))?;
     let keys = KeyStore::open(
@@ -206,6 +222,20 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
             error: anyhow::Error::from(e).context(format!("{}: keys interface/port", cfg.file.display())),
         }
     })?;
+    let http =
+        match master_http_addr(&cfg) {
+            Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+                StartError {
+                    code: usage,
+                    error: anyhow::anyhow!(
+                        "{}: keys http_interface/http_port: cannot listen on tcp {addr}: {e}",
+                        cfg.file.display()
+                    ),
+                }
+            })?),
+            None => None,
+        };
+    let http_addr = http.as_ref().and_then(|l| l.local_addr().ok());
     let quic_addr = listeners.quic_addr();
     let h2_addr = listeners.h2_addr();
     let max = cfg.limits.max_message_size;
@@ -262,7 +292,11 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
     let fmt =
         |a: Option<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_else(|| "off".into());
     tracing::info!(quic = %fmt(quic_addr), h2 = %fmt(h2_addr), id = %master.cfg.id, "master listening");
-    let listen = serde_json::json!({"quic": quic_addr.map(|a| a.to_string()), "h2": h2_addr.map(|a| a.to_string())});
+    let listen = serde_json::json!({
+        "quic": quic_addr.map(|a| a.to_string()),
+        "h2": h2_addr.map(|a| a.to_string()),
+        "http": http_addr.map(|a| a.to_string()),
+    });
     let listen_file = master.cfg.cachedir.join("listen.json");
     std::fs::create_dir_all(&master.cfg.cachedir)
         .and_then(|()| std::fs::write(&listen_file, listen.to_string()))
@@ -273,6 +307,17 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         })?;
 
     let pruner = tokio::spawn(prune_loop(master.clone(), shutdown.clone()));
+    if let Some(l) = http {
+        let m = master.clone();
+        tokio::spawn(saltq_transport::http::serve(
+            l,
+            move |path: String| {
+                let m = m.clone();
+                async move { probe(&m, &path).await }
+            },
+            shutdown.clone(),
+        ));
+    }
     let presence = master
         .cfg
         .presence_events
@@ -312,5 +357,37 @@ async fn presence_loop(master: Arc<Master>) {
             "salt/presence/present",
             serde_json::json!({"present": master.connected()}),
         );
+    }
+}
+
+fn master_http_addr(cfg: &MasterConfig) -> Option<std::net::SocketAddr> {
+    cfg.http
+}
+
+/// Answers the HTTP probes and the metrics scrape.
+async fn probe(master: &Master, path: &str) -> saltq_transport::http::Reply {
+    match path {
+        "/healthz" => (200, "text/plain", "ok\n".into()),
+        "/readyz" => match master.cache.check_writable().await {
+            Ok(()) => (200, "text/plain", "ready\n".into()),
+            Err(e) => (503, "text/plain", format!("job cache not writable: {e}\n")),
+        },
+        "/metrics" => {
+            let keys = master.keys.list();
+            let gauges = crate::metrics::Gauges {
+                connected: master.connected().len(),
+                keys: keys.iter().map(|(s, ids)| (s.name(), ids.len())).collect(),
+            };
+            (
+                200,
+                "text/plain; version=0.0.4",
+                master.metrics.render(&gauges),
+            )
+        }
+        _ => (
+            404,
+            "text/plain",
+            "not found: try /healthz, /readyz or /metrics\n".into(),
+        ),
     }
 }

@@ -61,6 +61,8 @@ pub struct Master {
     pub events: EventBus,
     /// The job cache.
     pub cache: JobCache,
+    /// Counters and histograms for /metrics.
+    pub metrics: Arc<crate::metrics::Metrics>,
     minions: Mutex<HashMap<String, MinionEntry>>,
     jobs: Mutex<HashMap<String, Arc<ActiveJob>>>,
     jids: Mutex<JidGenerator>,
@@ -106,11 +108,13 @@ impl Master {
                 }
             }
         }
+        let metrics = Arc::new(crate::metrics::Metrics::default());
         Master {
             cfg,
             keys,
-            events: EventBus::new(8192),
+            events: EventBus::new(8192, metrics.clone()),
             cache,
+            metrics,
             minions: Mutex::new(minions),
             jobs: Mutex::new(HashMap::new()),
             jids: Mutex::new(JidGenerator::new(last_jid.as_ref())),
@@ -349,6 +353,7 @@ impl Master {
             m.insert("missing".into(), json!(missing));
         }
         self.events.fire(format!("salt/job/{}/new", load.jid), new);
+        self.metrics.jobs_published.fetch_add(1, Ordering::Relaxed);
         let msg = Ok(pb::SubscribeResponse {
             kind: Some(Kind::Job(load.clone())),
         });
@@ -387,10 +392,15 @@ impl Master {
             .unwrap_or_else(|e| e.into_inner())
             .get(&r.jid)
             .cloned();
-        let expected = match &active {
-            Some(j) => j.expected.contains(id),
+        let (expected, started) = match &active {
+            Some(j) => (
+                j.expected.contains(id),
+                j.load.start_time.as_ref().and_then(|t| {
+                    chrono::DateTime::from_timestamp(t.seconds, t.nanos.max(0) as u32)
+                }),
+            ),
             None => match self.cache.get_job(&r.jid).await {
-                Ok(Some(job)) => job.minions.iter().any(|m| m == id),
+                Ok(Some(job)) => (job.minions.iter().any(|m| m == id), Some(job.start_time)),
                 Ok(None) => {
                     return Err(Status::not_found(format!(
                         "unknown jid {}: no such job",
@@ -429,12 +439,27 @@ impl Master {
                 .map(|m| Value::Object(value::struct_to_map(m))),
             stored_at: now,
         };
-        match self.cache.store_return(record).await {
+        let write_started = std::time::Instant::now();
+        let outcome = self.cache.store_return(record).await;
+        self.metrics
+            .cache_write_latency
+            .observe(write_started.elapsed());
+        match outcome {
             Ok(StoreOutcome::Duplicate) => {
+                self.metrics
+                    .returns_duplicate
+                    .fetch_add(1, Ordering::Relaxed);
                 tracing::info!(minion = id, jid = %r.jid, "duplicate return dropped (possible replay)");
                 return Ok(false);
             }
-            Ok(StoreOutcome::Stored) => {}
+            Ok(StoreOutcome::Stored) => {
+                self.metrics.returns_stored.fetch_add(1, Ordering::Relaxed);
+                if let Some(t) = started {
+                    self.metrics
+                        .return_latency
+                        .observe((chrono::Utc::now() - t).to_std().unwrap_or_default());
+                }
+            }
             Err(e) => {
                 return Err(Status::unavailable(format!(
                     "job cache unavailable, return not stored: {e}"

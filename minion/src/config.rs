@@ -46,6 +46,10 @@ pub struct RawConfig {
     pub keep_alive: Option<f64>,
     /// Largest message, in bytes (default 16 MiB); larger returns are truncated with a marker.
     pub max_message_size: Option<usize>,
+    /// Opt-in plain-HTTP port for /healthz (200 while subscribed, 503 otherwise).
+    pub health_port: Option<u16>,
+    /// Address of the health port (default 0.0.0.0).
+    pub health_interface: Option<std::net::IpAddr>,
 }
 
 /// The validated config.
@@ -81,6 +85,8 @@ pub struct MinionConfig {
     pub log_level: String,
     /// Transport limits.
     pub limits: saltq_transport::Limits,
+    /// The opt-in health endpoint.
+    pub health: Option<std::net::SocketAddr>,
     /// The whole file as JSON, for `config.get` (Salt's `__opts__`).
     pub opts: Value,
 }
@@ -90,9 +96,12 @@ pub const DEFAULT_CONFIG_DIR: &str = "/etc/saltq";
 
 impl MinionConfig {
     /// Reads and validates `DIR/minion`.
-    pub fn load(dir: &Path) -> Result<MinionConfig, ConfigError> {
+    pub fn load(dir: &Path, id_override: Option<String>) -> Result<MinionConfig, ConfigError> {
         let file = dir.join("minion");
-        let raw: RawConfig = load_yaml(&file, false)?;
+        let mut raw: RawConfig = load_yaml(&file, false)?;
+        if id_override.is_some() {
+            raw.id = id_override;
+        }
         let opts: Value =
             load_yaml::<Option<Value>>(&file, false)?.unwrap_or(Value::Object(Map::new()));
         Self::from_raw(raw, opts, file)
@@ -163,6 +172,13 @@ impl MinionConfig {
                 keep_alive: secs("keep_alive", raw.keep_alive, 3.0)?,
                 ..Default::default()
             },
+            health: raw.health_port.map(|p| {
+                std::net::SocketAddr::new(
+                    raw.health_interface
+                        .unwrap_or(std::net::IpAddr::from([0, 0, 0, 0])),
+                    p,
+                )
+            }),
             opts,
             file,
         })

@@ -90,6 +90,33 @@ pub async fn run(cfg: MinionConfig, mut shutdown: watch::Receiver<bool>) -> anyh
     }));
     let (ret_tx, ret_rx) = mpsc::unbounded_channel();
     tokio::spawn(outbox(ret_rx, chan_rx.clone(), cfg.clone()));
+    if let Some(addr) = cfg.health {
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+            anyhow::anyhow!(
+                "{}: key health_port: cannot listen on tcp {addr}: {e}",
+                cfg.file.display()
+            )
+        })?;
+        let subscribed = chan_rx.clone();
+        tokio::spawn(saltq_transport::http::serve(
+            listener,
+            move |path: String| {
+                let up = subscribed.borrow().is_some();
+                async move {
+                    match (path.as_str(), up) {
+                        ("/healthz", true) => (200, "text/plain", "subscribed\n".to_owned()),
+                        ("/healthz", false) => (
+                            503,
+                            "text/plain",
+                            "not subscribed to the master\n".to_owned(),
+                        ),
+                        _ => (404, "text/plain", "not found: try /healthz\n".to_owned()),
+                    }
+                }
+            },
+            shutdown.clone(),
+        ));
+    }
 
     let mut backoff = Backoff::new(cfg.recon_default, cfg.recon_max, cfg.recon_randomize);
     let mut first = true;

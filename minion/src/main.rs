@@ -2,6 +2,7 @@
 //! Ctrl-C.
 
 mod backoff;
+mod call;
 mod config;
 mod daemon;
 mod identity;
@@ -24,11 +25,22 @@ struct Args {
     /// Log as JSON lines.
     #[arg(long = "log-json")]
     log_json: bool,
+    /// Minion id, overriding `id` in the config (e.g. the Kubernetes node name).
+    #[arg(long = "id", env = "SALTQ_MINION_ID", global = true)]
+    id: Option<String>,
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+}
+
+#[derive(clap::Subcommand)]
+enum Cmd {
+    /// Run one function on this host, as salt-call.
+    Call(call::CallArgs),
 }
 
 fn main() {
     let args = Args::parse();
-    let mut cfg = match config::MinionConfig::load(&args.config_dir) {
+    let mut cfg = match config::MinionConfig::load(&args.config_dir, args.id.clone()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("saltq-minion: {e}");
@@ -37,6 +49,21 @@ fn main() {
     };
     if let Some(level) = args.log_level {
         cfg.log_level = level;
+    }
+    if let Some(Cmd::Call(call_args)) = args.cmd {
+        // salt-call logs only problems unless asked for more.
+        saltq_transport::config::init_tracing(&cfg.log_level, args.log_json);
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                eprintln!("saltq-minion: cannot start the runtime: {e}");
+                std::process::exit(1);
+            }
+        };
+        std::process::exit(rt.block_on(call::run(cfg, call_args)));
     }
     saltq_transport::config::init_tracing(&cfg.log_level, args.log_json);
     let rt = match tokio::runtime::Builder::new_multi_thread()

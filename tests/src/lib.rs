@@ -91,18 +91,28 @@ pub struct Master {
     child: Option<Child>,
     /// The port both listeners share.
     pub port: u16,
+    /// The HTTP probe and metrics address.
+    pub http: Option<String>,
     extra: String,
 }
 
 impl Master {
     /// Starts a master with extra YAML config lines.
     pub fn start(extra: &str) -> Master {
+        Master::start_with(|_| extra.to_owned())
+    }
+
+    /// Starts a master after `setup` wrote files into its directory; `setup` returns the extra
+    /// YAML config lines.
+    pub fn start_with(setup: impl FnOnce(&Path) -> String) -> Master {
         let dir = Scratch::new("master");
+        let extra = setup(&dir.0);
         let mut m = Master {
             dir,
             child: None,
             port: 0,
-            extra: extra.to_owned(),
+            http: None,
+            extra,
         };
         m.launch(0);
         m
@@ -131,7 +141,7 @@ impl Master {
     fn write_config(&self, dir: &Path, port: u16) {
         std::fs::create_dir_all(dir).expect("config dir");
         let cfg = format!(
-            "root_dir: {}\ninterface: 127.0.0.1\nport: {port}\nlog_level: debug\nidle_timeout: 3\nkeep_alive: 1\n{}\n",
+            "root_dir: {}\ninterface: 127.0.0.1\nport: {port}\nhttp_interface: 127.0.0.1\nhttp_port: 0\nlog_level: debug\nidle_timeout: 3\nkeep_alive: 1\n{}\n",
             self.dir.0.join("root").display(),
             self.extra
         );

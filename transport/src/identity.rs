@@ -15,6 +15,8 @@ pub enum Issuer {
     MasterCa,
     /// Issued by a CA the master was configured to trust for minions (e.g. cert-manager).
     ExternalCa,
+    /// Issued by a CA the master was configured to trust for clients (e.g. cert-manager).
+    ClientCa,
     /// Self-signed: a minion's own key, subject to key acceptance.
     SelfSigned,
 }
@@ -95,7 +97,12 @@ pub fn identify(
     let subject = pki::subject(leaf)?;
     let name = subject.common_name.ok_or(IdentityError::NoCommonName)?;
     let issuer = trust.issuer_of(leaf, chain.map(|c| &c[1..]).unwrap_or_default());
-    if issuer == Issuer::MasterCa && subject.org_unit.as_deref() == Some(CLIENT_OU) {
+    let client = match issuer {
+        Issuer::MasterCa => subject.org_unit.as_deref() == Some(CLIENT_OU),
+        Issuer::ClientCa => true,
+        Issuer::ExternalCa | Issuer::SelfSigned => false,
+    };
+    if client {
         return Ok(Peer::Client { name });
     }
     Ok(Peer::Minion {

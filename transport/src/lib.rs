@@ -4,6 +4,7 @@
 pub mod client;
 pub mod config;
 mod h3;
+pub mod http;
 pub mod identity;
 pub mod pki;
 pub mod server;

@@ -75,6 +75,7 @@ fn client_verifier(
 pub struct Trust {
     master_ca: Arc<dyn ClientCertVerifier>,
     external: Option<Arc<dyn ClientCertVerifier>>,
+    clients: Option<Arc<dyn ClientCertVerifier>>,
 }
 
 impl std::fmt::Debug for Trust {
@@ -86,18 +87,23 @@ impl std::fmt::Debug for Trust {
 }
 
 impl Trust {
-    /// Trust the master's CA, and optionally external CAs for minion certificates.
+    /// Trust the master's CA, and optionally external CAs for minion and client certificates.
     pub fn new(
         master_ca: &[CertificateDer<'static>],
         external_minion_cas: &[CertificateDer<'static>],
+        external_client_cas: &[CertificateDer<'static>],
     ) -> Result<Trust, TlsError> {
+        let optional = |cas: &[CertificateDer<'static>]| -> Result<_, TlsError> {
+            if cas.is_empty() {
+                Ok(None)
+            } else {
+                Ok(Some(client_verifier(cas)?))
+            }
+        };
         Ok(Trust {
             master_ca: client_verifier(master_ca)?,
-            external: if external_minion_cas.is_empty() {
-                None
-            } else {
-                Some(client_verifier(external_minion_cas)?)
-            },
+            external: optional(external_minion_cas)?,
+            clients: optional(external_client_cas)?,
         })
     }
 
@@ -107,10 +113,23 @@ impl Trust {
         if self.master_ca.verify_client_cert(leaf, rest, now).is_ok() {
             return Some(Issuer::MasterCa);
         }
-        if let Some(ext) = &self.external
-            && ext.verify_client_cert(leaf, rest, now).is_ok()
-        {
-            return Some(Issuer::ExternalCa);
+        let by = |v: &Option<Arc<dyn ClientCertVerifier>>| {
+            v.as_ref()
+                .is_some_and(|v| v.verify_client_cert(leaf, rest, now).is_ok())
+        };
+        match (by(&self.external), by(&self.clients)) {
+            // One CA for both (common with cert-manager): the OU says which.
+            (true, true) => {
+                let ou = pki::subject(leaf).ok().and_then(|s| s.org_unit);
+                return Some(if ou.as_deref() == Some(pki::CLIENT_OU) {
+                    Issuer::ClientCa
+                } else {
+                    Issuer::ExternalCa
+                });
+            }
+            (true, false) => return Some(Issuer::ExternalCa),
+            (false, true) => return Some(Issuer::ClientCa),
+            (false, false) => {}
         }
         if verify_self_signed(leaf, now) {
             return Some(Issuer::SelfSigned);

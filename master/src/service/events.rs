@@ -49,7 +49,8 @@ impl EventService for EventApi {
     ) -> Result<Response<Self::StreamEventsStream>, Status> {
         super::client_name(&req)?;
         let filter = filter(req.get_ref())?;
-        let mut bus = self.master.events.subscribe();
+        let events = self.master.events.clone();
+        let mut bus = events.subscribe();
         let (tx, rx) = mpsc::channel(256);
         tokio::spawn(async move {
             loop {
@@ -62,6 +63,7 @@ impl EventService for EventApi {
                         Ok(_) => continue,
                         Err(broadcast::error::RecvError::Lagged(n)) => {
                             tracing::warn!("event subscriber fell behind, {n} events missed");
+                            events.missed(n);
                             Kind::Missed(n)
                         }
                         Err(broadcast::error::RecvError::Closed) => break,

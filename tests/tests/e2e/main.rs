@@ -4,3 +4,5 @@
 mod foundation;
 mod handshake;
 mod interop;
+mod jobs;
+mod protocol;

@@ -1,0 +1,196 @@
+//! Counters and histograms the master exposes as Prometheus text on its HTTP port.
+//! Plain atomics: recording never locks or allocates on the job path.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// A histogram with fixed bucket bounds, in seconds.
+pub struct Histogram {
+    bounds: &'static [f64],
+    counts: Vec<AtomicU64>,
+    sum_micros: AtomicU64,
+    count: AtomicU64,
+}
+
+impl Histogram {
+    fn new(bounds: &'static [f64]) -> Histogram {
+        Histogram {
+            bounds,
+            counts: bounds.iter().map(|_| AtomicU64::new(0)).collect(),
+            sum_micros: AtomicU64::new(0),
+            count: AtomicU64::new(0),
+        }
+    }
+
+    /// Records one observation.
+    pub fn observe(&self, d: Duration) {
+        let s = d.as_secs_f64();
+        for (b, c) in self.bounds.iter().zip(&self.counts) {
+            if s <= *b {
+                c.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.sum_micros
+            .fetch_add(d.as_micros() as u64, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn render(&self, out: &mut String, name: &str, help: &str) {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+        for (b, c) in self.bounds.iter().zip(&self.counts) {
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{le=\"{b}\"}} {}",
+                c.load(Ordering::Relaxed)
+            );
+        }
+        let count = self.count.load(Ordering::Relaxed);
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
+        let sum = self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
+        let _ = writeln!(out, "{name}_sum {sum}\n{name}_count {count}");
+    }
+}
+
+const LATENCY: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// The master's metrics.
+pub struct Metrics {
+    /// Jobs published.
+    pub jobs_published: AtomicU64,
+    /// Returns stored (duplicates not counted).
+    pub returns_stored: AtomicU64,
+    /// Duplicate returns dropped.
+    pub returns_duplicate: AtomicU64,
+    /// Events fired.
+    pub events_fired: AtomicU64,
+    /// Events that slow subscribers missed.
+    pub events_missed: AtomicU64,
+    /// Slow-subscriber incidents (a subscriber fell behind).
+    pub slow_subscribers: AtomicU64,
+    /// From publish to a return stored.
+    pub return_latency: Histogram,
+    /// Job cache write of one return (includes batching).
+    pub cache_write_latency: Histogram,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            jobs_published: AtomicU64::new(0),
+            returns_stored: AtomicU64::new(0),
+            returns_duplicate: AtomicU64::new(0),
+            events_fired: AtomicU64::new(0),
+            events_missed: AtomicU64::new(0),
+            slow_subscribers: AtomicU64::new(0),
+            return_latency: Histogram::new(LATENCY),
+            cache_write_latency: Histogram::new(LATENCY),
+        }
+    }
+}
+
+/// Gauges read at scrape time.
+pub struct Gauges {
+    /// Minions with a live subscription.
+    pub connected: usize,
+    /// Keys per state name.
+    pub keys: Vec<(&'static str, usize)>,
+}
+
+impl Metrics {
+    /// Prometheus text exposition.
+    pub fn render(&self, g: &Gauges) -> String {
+        let mut out = String::new();
+        let counter = |out: &mut String, name: &str, help: &str, v: &AtomicU64| {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+                v.load(Ordering::Relaxed)
+            );
+        };
+        let _ = writeln!(
+            out,
+            "# HELP saltq_minions Minions by state: connected, and keys per state.\n# TYPE saltq_minions gauge"
+        );
+        let _ = writeln!(out, "saltq_minions{{state=\"connected\"}} {}", g.connected);
+        for (state, n) in &g.keys {
+            let _ = writeln!(out, "saltq_minions{{state=\"{state}\"}} {n}");
+        }
+        counter(
+            &mut out,
+            "saltq_jobs_published_total",
+            "Jobs published.",
+            &self.jobs_published,
+        );
+        counter(
+            &mut out,
+            "saltq_returns_stored_total",
+            "Returns stored in the job cache.",
+            &self.returns_stored,
+        );
+        counter(
+            &mut out,
+            "saltq_returns_duplicate_total",
+            "Duplicate returns dropped.",
+            &self.returns_duplicate,
+        );
+        counter(
+            &mut out,
+            "saltq_events_fired_total",
+            "Events fired on the bus.",
+            &self.events_fired,
+        );
+        counter(
+            &mut out,
+            "saltq_events_missed_total",
+            "Events slow subscribers missed.",
+            &self.events_missed,
+        );
+        counter(
+            &mut out,
+            "saltq_slow_subscriber_lags_total",
+            "Times a subscriber fell behind the bus.",
+            &self.slow_subscribers,
+        );
+        self.return_latency.render(
+            &mut out,
+            "saltq_return_latency_seconds",
+            "From publish to the return stored.",
+        );
+        self.cache_write_latency.render(
+            &mut out,
+            "saltq_job_cache_write_seconds",
+            "Job cache write of one return.",
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_are_cumulative() {
+        let m = Metrics::default();
+        m.return_latency.observe(Duration::from_micros(700));
+        m.return_latency.observe(Duration::from_millis(20));
+        let text = m.render(&Gauges {
+            connected: 2,
+            keys: vec![("accepted", 3)],
+        });
+        assert!(
+            text.contains("saltq_return_latency_seconds_bucket{le=\"0.001\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("saltq_return_latency_seconds_bucket{le=\"0.025\"} 2"),
+            "{text}"
+        );
+        assert!(text.contains("saltq_return_latency_seconds_count 2"));
+        assert!(text.contains("saltq_minions{state=\"connected\"} 2"));
+        assert!(text.contains("saltq_minions{state=\"accepted\"} 3"));
+    }
+}

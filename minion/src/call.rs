@@ -1,0 +1,113 @@
+//! `saltq-minion call FUN [ARGS]`: run one function on this host, as `salt-call`. With
+//! `--local` no master is contacted; otherwise the pillar is fetched from the master first.
+
+use std::time::Duration;
+
+use saltq_exec::{CallContext, PubInfo};
+use saltq_proto::v1::{self as pb, minion_service_client::MinionServiceClient};
+use saltq_semantics::args::parse_input;
+use saltq_semantics::output::{OutputOptions, Outputter, render};
+use saltq_transport::{ConnectOptions, connect, value};
+use serde_json::{Value, json};
+
+use crate::config::MinionConfig;
+use crate::identity;
+
+/// `call`'s flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CallArgs {
+    /// Run without contacting a master.
+    #[arg(long)]
+    pub local: bool,
+    /// Outputter: nested (default), json, yaml, txt, raw, quiet.
+    #[arg(long = "out", visible_alias = "output")]
+    pub out: Option<Outputter>,
+    /// Indentation for the outputter.
+    #[arg(long = "out-indent", allow_hyphen_values = true)]
+    pub out_indent: Option<i64>,
+    /// Exit with the function's retcode.
+    #[arg(long = "retcode-passthrough")]
+    pub retcode_passthrough: bool,
+    /// Never colour the output.
+    #[arg(long = "no-color")]
+    pub no_color: bool,
+    /// The function, e.g. test.ping.
+    pub fun: String,
+    /// Arguments: YAML-typed; key=value becomes a keyword argument.
+    #[arg(allow_negative_numbers = true)]
+    pub args: Vec<String>,
+}
+
+async fn fetch_pillar(cfg: &MinionConfig) -> anyhow::Result<Value> {
+    let opts = ConnectOptions {
+        host: cfg.master.clone(),
+        port: cfg.master_port,
+        transport: cfg.transport,
+        identity: identity::ensure_identity(cfg)?,
+        trust: identity::server_trust(cfg)?,
+        limits: cfg.limits.clone(),
+        connect_timeout: Duration::from_secs(10),
+    };
+    let ch = connect(&opts).await?;
+    let mut c = MinionServiceClient::new(ch.clone());
+    let p = c
+        .get_pillar(pb::GetPillarRequest {})
+        .await
+        .map_err(|s| anyhow::anyhow!("{}", ch.failure(&s)))?;
+    Ok(Value::Object(value::opt_struct(
+        p.into_inner().pillar.as_ref(),
+    )))
+}
+
+/// Runs the call; returns the exit code.
+pub async fn run(cfg: MinionConfig, a: CallArgs) -> i32 {
+    let pillar = if a.local {
+        json!({})
+    } else {
+        match fetch_pillar(&cfg).await {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("saltq-minion call: {e:#} (use --local to run without a master)");
+                return saltq_transport::config::EX_UNAVAILABLE;
+            }
+        }
+    };
+    let grains = saltq_exec::compute_grains(&cfg.id, Some(&cfg.grains));
+    let ctx = CallContext::local(grains, cfg.opts.clone());
+    *ctx.pillar.write().unwrap_or_else(|e| e.into_inner()) = pillar;
+    let (args, kwargs) = parse_input(&a.args);
+    let publ = PubInfo {
+        jid: saltq_semantics::jid::JidGenerator::new(None)
+            .next(chrono::Utc::now())
+            .to_string(),
+        tgt: Value::String(cfg.id.clone()),
+        tgt_type: "glob".into(),
+        user: "root".into(),
+        arg: args.clone(),
+        ..Default::default()
+    };
+    let outcome = saltq_exec::call(&ctx, &a.fun, args, kwargs, &publ).await;
+    let out = a
+        .out
+        .or_else(|| outcome.out.and_then(|o| o.parse().ok()))
+        .unwrap_or(Outputter::Nested);
+    let color = !a.no_color
+        && std::env::var_os("NO_COLOR").is_none()
+        && std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let text = render(
+        out,
+        &json!({ "local": outcome.ret }),
+        &OutputOptions {
+            color,
+            indent: a.out_indent,
+        },
+    );
+    print!("{text}");
+    if a.retcode_passthrough {
+        outcome.retcode
+    } else if outcome.retcode != 0 {
+        1
+    } else {
+        0
+    }
+}
