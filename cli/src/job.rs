@@ -309,6 +309,11 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &JobArgs) -> i32 {
         eprintln!("ERROR: No return received");
         return exit::NO_RETURN;
     }
+    // Salt runs --static through its batch code, which prints and exits 0 whatever the
+    // retcodes (salt/cli/salt.py); keep that.
+    if a.r#static {
+        return exit::OK;
+    }
     if retcodes.iter().any(|c| *c != 0) {
         eprintln!("ERROR: Minions returned with non-zero exit code");
         return exit::GENERIC;

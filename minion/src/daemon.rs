@@ -12,7 +12,7 @@ use saltq_proto::v1::{
     self as pb, minion_service_client::MinionServiceClient, subscribe_response::Kind,
 };
 use saltq_semantics::target::{MinionFacts, Nodegroups, Target, TargetType};
-use saltq_transport::{Channel, ConnectOptions, connect, value};
+use saltq_transport::{Channel, ConnectOptions, connect_via, value};
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, watch};
 use tonic::Code;
@@ -65,15 +65,40 @@ impl EventSink for MasterEvents {
     }
 }
 
+/// What several minions in one process may share (a swarm); a lone minion shares nothing.
+#[derive(Clone, Default)]
+pub struct Shared {
+    /// One UDP socket for every QUIC connection.
+    pub endpoint: Option<saltq_transport::QuicEndpoint>,
+    /// Grains computed once; each minion's id is set on its copy.
+    pub grains: Option<Value>,
+}
+
 /// Runs the minion until `shutdown` turns true.
-pub async fn run(cfg: MinionConfig, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+pub async fn run(cfg: MinionConfig, shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+    run_with(cfg, shutdown, Shared::default()).await
+}
+
+/// Runs the minion with resources shared with other minions in this process.
+pub async fn run_with(
+    cfg: MinionConfig,
+    mut shutdown: watch::Receiver<bool>,
+    shared: Shared,
+) -> anyhow::Result<()> {
     let cfg = Arc::new(cfg);
     let ident = identity::ensure_identity(&cfg)?;
     let mut trust = identity::server_trust(&cfg)?;
-    let grains = Arc::new(RwLock::new(saltq_exec::compute_grains(
-        &cfg.id,
-        Some(&cfg.grains),
-    )));
+    let initial = match &shared.grains {
+        Some(g) => {
+            let mut g = g.clone();
+            if let Value::Object(m) = &mut g {
+                m.insert("id".into(), Value::String(cfg.id.clone()));
+            }
+            g
+        }
+        None => saltq_exec::compute_grains(&cfg.id, Some(&cfg.grains)),
+    };
+    let grains = Arc::new(RwLock::new(initial));
     let pillar = Arc::new(RwLock::new(Value::Object(Map::new())));
     let (refresh_tx, mut refresh_rx) = mpsc::unbounded_channel();
     let jobs = Arc::new(Jobs::new(refresh_tx));
@@ -125,6 +150,7 @@ pub async fn run(cfg: MinionConfig, mut shutdown: watch::Receiver<bool>) -> anyh
             let delay = backoff.next_delay(rand::random::<f64>());
             tracing::debug!(?delay, "reconnecting after");
             if sleep_or_stop(delay, &mut shutdown).await {
+                jobs.kill_all();
                 return Ok(());
             }
         }
@@ -140,8 +166,8 @@ pub async fn run(cfg: MinionConfig, mut shutdown: watch::Receiver<bool>) -> anyh
             connect_timeout: Duration::from_secs(10),
         };
         let ch = tokio::select! {
-            r = connect(&opts) => r,
-            _ = shutdown.wait_for(|s| *s) => return Ok(()),
+            r = connect_via(&opts, shared.endpoint.as_ref()) => r,
+            _ = shutdown.wait_for(|s| *s) => { jobs.kill_all(); return Ok(()); }
         };
         let ch = match ch {
             Ok(ch) => ch,
@@ -227,6 +253,10 @@ pub async fn run(cfg: MinionConfig, mut shutdown: watch::Receiver<bool>) -> anyh
                 Event::Message(None) => break,
                 Event::Refresh(r) => refresh(&cfg, &mut c, &ctx, r).await,
                 Event::Shutdown => {
+                    let killed = jobs.kill_all();
+                    if killed > 0 {
+                        tracing::warn!("stopping: ended {killed} running jobs");
+                    }
                     let _ = chan_tx.send(None);
                     ch.close().await;
                     return Ok(());
@@ -240,6 +270,7 @@ pub async fn run(cfg: MinionConfig, mut shutdown: watch::Receiver<bool>) -> anyh
 
 /// Sleeps, or returns true at once when shutdown is asked for.
 async fn sleep_or_stop(d: Duration, shutdown: &mut watch::Receiver<bool>) -> bool {
+    // Jobs keep running while the master is away; they are ended by the caller's shutdown path.
     tokio::select! {
         _ = tokio::time::sleep(d) => false,
         _ = shutdown.wait_for(|s| *s) => true,

@@ -86,6 +86,23 @@ impl Jobs {
     }
 }
 
+impl Jobs {
+    /// Ends every running job and its commands (on shutdown: nobody would take their returns).
+    pub fn kill_all(&self) -> usize {
+        let jobs: Vec<Running> = {
+            let mut r = self.running.lock().unwrap_or_else(|e| e.into_inner());
+            r.drain().map(|(_, j)| j).collect()
+        };
+        for job in &jobs {
+            job.processes.signal(libc::SIGKILL);
+            if let Some(abort) = &job.abort {
+                abort.abort();
+            }
+        }
+        jobs.len()
+    }
+}
+
 impl JobControl for Jobs {
     fn running(&self) -> Vec<Value> {
         let r = self.running.lock().unwrap_or_else(|e| e.into_inner());

@@ -7,6 +7,7 @@ mod config;
 mod daemon;
 mod identity;
 mod jobs;
+mod swarm;
 
 use std::path::PathBuf;
 
@@ -32,10 +33,12 @@ struct Args {
     cmd: Option<Cmd>,
 }
 
-#[derive(clap::Subcommand)]
+#[derive(Clone, clap::Subcommand)]
 enum Cmd {
     /// Run one function on this host, as salt-call.
     Call(call::CallArgs),
+    /// Run N virtual minions in this process, to load-test a master.
+    Swarm(swarm::SwarmArgs),
 }
 
 fn main() {
@@ -50,7 +53,7 @@ fn main() {
     if let Some(level) = args.log_level {
         cfg.log_level = level;
     }
-    if let Some(Cmd::Call(call_args)) = args.cmd {
+    if let Some(Cmd::Call(call_args)) = args.cmd.clone() {
         // salt-call logs only problems unless asked for more.
         saltq_transport::config::init_tracing(&cfg.log_level, args.log_json);
         let rt = match tokio::runtime::Builder::new_current_thread()
@@ -83,7 +86,11 @@ fn main() {
             saltq_transport::config::shutdown_signal().await;
             let _ = tx.send(true);
         });
-        match daemon::run(cfg, rx).await {
+        let res = match args.cmd {
+            Some(Cmd::Swarm(a)) => swarm::run(cfg, a, rx).await,
+            _ => daemon::run(cfg, rx).await,
+        };
+        match res {
             Ok(()) => 0,
             Err(e) => {
                 eprintln!("saltq-minion: {e:#}");

@@ -317,6 +317,25 @@ async fn resolve(opts: &ConnectOptions) -> Result<SocketAddr, ConnectError> {
 
 /// Dials the master and completes the TLS handshake.
 pub async fn connect(opts: &ConnectOptions) -> Result<Channel, ConnectError> {
+    connect_via(opts, None).await
+}
+
+/// A client-side QUIC endpoint (one UDP socket) that many connections can share, e.g. the
+/// virtual minions of a swarm, each with its own identity and connection.
+pub fn shared_endpoint(ipv6: bool) -> std::io::Result<quinn::Endpoint> {
+    let bind: SocketAddr = if ipv6 {
+        SocketAddr::from(([0u16; 8], 0))
+    } else {
+        SocketAddr::from(([0, 0, 0, 0], 0))
+    };
+    quinn::Endpoint::client(bind)
+}
+
+/// Like [`connect`], over `endpoint` when given (QUIC only) instead of a new UDP socket.
+pub async fn connect_via(
+    opts: &ConnectOptions,
+    endpoint: Option<&quinn::Endpoint>,
+) -> Result<Channel, ConnectError> {
     let fail = |err: &(dyn std::error::Error + 'static)| ConnectError {
         address: opts.address(),
         transport: opts.transport.as_str(),
@@ -339,15 +358,12 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Channel, ConnectError> {
                 quinn::crypto::rustls::QuicClientConfig::try_from(tls).map_err(|e| fail(&e))?;
             let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
             cfg.transport_config(Arc::new(client_transport_config(&opts.limits)));
-            let bind: SocketAddr = if addr.is_ipv6() {
-                "[::]:0".parse().expect("valid address")
-            } else {
-                "0.0.0.0:0".parse().expect("valid address")
+            let ep = match endpoint {
+                Some(ep) => ep.clone(),
+                None => shared_endpoint(addr.is_ipv6()).map_err(|e| fail(&e))?,
             };
-            let mut ep = quinn::Endpoint::client(bind).map_err(|e| fail(&e))?;
-            ep.set_default_client_config(cfg);
             let host = opts.host.trim_start_matches('[').trim_end_matches(']');
-            let connecting = ep.connect(addr, host).map_err(|e| fail(&e))?;
+            let connecting = ep.connect_with(cfg, addr, host).map_err(|e| fail(&e))?;
             let conn = tokio::time::timeout(opts.connect_timeout, connecting)
                 .await
                 .map_err(|_| timeout("quic handshake"))?

@@ -11,6 +11,9 @@ pub mod server;
 pub mod tls;
 pub mod value;
 
-pub use client::{Channel, ConnectError, ConnectOptions, TransportKind, connect};
+pub use client::{
+    Channel, ConnectError, ConnectOptions, TransportKind, connect, connect_via, shared_endpoint,
+};
 pub use identity::{Issuer, Peer, PeerInfo, Transport};
+pub use quinn::Endpoint as QuicEndpoint;
 pub use server::{Limits, ListenConfig, Listeners};

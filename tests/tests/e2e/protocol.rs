@@ -102,14 +102,9 @@ fn kill_job_kills_the_command() {
     let master = Master::start("auto_accept: true");
     let _m = master.minion("k1", "");
     master.wait_for("k1");
-    let o = master.saltq(&[
-        "-L",
-        "k1",
-        "cmd.run",
-        "sleep 300 & echo $! > /tmp/saltq-kill-$PPID; wait",
-        "python_shell=True",
-        "--async",
-    ]);
+    let marker = master.dir.0.join("child.pid");
+    let cmd = format!("sleep 300 & echo $! > {}; wait", marker.display());
+    let o = master.saltq(&["-L", "k1", "cmd.run", &cmd, "python_shell=True", "--async"]);
     let jid = o.stdout.trim().rsplit(' ').next().unwrap().to_owned();
     let running = eventually("the job is running", Duration::from_secs(10), || {
         let o = master.saltq(&["-L", "k1", "saltutil.running", "--out", "json"]);
@@ -124,23 +119,7 @@ fn kill_job_kills_the_command() {
     assert_eq!(o.json()["k1"]["jid"], jid.as_str(), "{o:?}");
     // The sleeping child's pid, from the shell the job started.
     let pid: i64 = eventually("child pid written", Duration::from_secs(5), || {
-        std::fs::read_dir("/tmp").ok()?.flatten().find_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if !name.starts_with("saltq-kill-") {
-                return None;
-            }
-            let pid = std::fs::read_to_string(e.path())
-                .ok()?
-                .trim()
-                .parse()
-                .ok()?;
-            let cmdline =
-                std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            cmdline.starts_with("sleep").then(|| {
-                let _ = std::fs::remove_file(e.path());
-                pid
-            })
-        })
+        std::fs::read_to_string(&marker).ok()?.trim().parse().ok()
     });
     assert!(pid_alive(pid));
     let o = master.saltq(&["-L", "k1", "saltutil.kill_job", &jid, "--out", "json"]);

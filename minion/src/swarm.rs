@@ -1,0 +1,91 @@
+//! `saltq-minion swarm --count N`: N virtual minions in one process, for load-testing a master
+//! (as Salt's minionswarm). Each has its own key, certificate, QUIC connection and subscription,
+//! and answers jobs through the real execution path; they share one UDP socket and one set of
+//! computed grains.
+
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use crate::config::MinionConfig;
+use crate::daemon::{self, Shared};
+
+/// The swarm's flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SwarmArgs {
+    /// How many minions.
+    #[arg(long)]
+    pub count: usize,
+    /// Minion ids are PREFIX followed by a zero-padded number.
+    #[arg(long, default_value = "swarm-")]
+    pub prefix: String,
+    /// The first number.
+    #[arg(long, default_value_t = 0)]
+    pub start: usize,
+    /// Master host, overriding the config.
+    #[arg(long)]
+    pub master: Option<String>,
+    /// Master port, overriding the config.
+    #[arg(long)]
+    pub master_port: Option<u16>,
+    /// Minions started per second (0: all at once).
+    #[arg(long, default_value_t = 0)]
+    pub ramp: usize,
+}
+
+fn raise_fd_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+    {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
+}
+
+/// Runs the swarm until `shutdown` turns true.
+pub async fn run(
+    base: MinionConfig,
+    a: SwarmArgs,
+    shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    if a.count == 0 {
+        anyhow::bail!("--count must be at least 1");
+    }
+    raise_fd_limit();
+    let endpoint = saltq_transport::shared_endpoint(false)?;
+    let shared = Shared {
+        endpoint: Some(endpoint),
+        grains: Some(saltq_exec::compute_grains(&base.id, Some(&base.grains))),
+    };
+    let width = (a.start + a.count).to_string().len().max(5);
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in a.start..a.start + a.count {
+        let mut cfg = base.clone();
+        cfg.id = format!("{}{i:0width$}", a.prefix);
+        cfg.pki_dir = base.pki_dir.join("swarm").join(&cfg.id);
+        cfg.health = None;
+        if let Some(m) = &a.master {
+            cfg.master = m.clone();
+        }
+        if let Some(p) = a.master_port {
+            cfg.master_port = p;
+        }
+        if let serde_json::Value::Object(o) = &mut cfg.opts {
+            o.insert("id".into(), serde_json::Value::String(cfg.id.clone()));
+        }
+        let (shared, stop) = (shared.clone(), shutdown.clone());
+        tasks.spawn(async move {
+            let id = cfg.id.clone();
+            if let Err(e) = daemon::run_with(cfg, stop, shared).await {
+                tracing::error!(minion = %id, "{e:#}");
+            }
+        });
+        if a.ramp > 0 && (i - a.start + 1) % a.ramp == 0 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+    tracing::info!(count = a.count, elapsed = ?started.elapsed(), "swarm started");
+    while tasks.join_next().await.is_some() {}
+    Ok(())
+}
