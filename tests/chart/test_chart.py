@@ -7,6 +7,7 @@ import json
 import shutil
 
 import helm_python as helm
+import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
@@ -478,3 +479,22 @@ def test_minion_only_with_the_external_masters_ca() -> None:
     assert cfg["ca_file"] == "/etc/saltq/ca/ca.crt"
     sources = r.one("DaemonSet")["spec"]["template"]["spec"]["volumes"][0]["projected"]["sources"]
     assert {"secret": {"name": "corp-salt-ca", "items": [{"key": "root.pem", "path": "ca/ca.crt"}]}} in sources
+
+
+@pytest.mark.parametrize("scenario", ["default", "cert-manager", "postgres-3-replicas", "everything-optional"])
+def test_the_name_minions_dial_is_in_the_masters_certificate(rendered: dict[str, Rendered], scenario: str) -> None:
+    r = rendered[scenario]
+    dialled = r.configmap_file(MINION, "minion")["master"] if r.all("DaemonSet") else None
+    cert_sans = r.configmap_file(MASTER, "master")["cert_sans"]
+    # Both Service layouts, so a later switch of master.service.mixedProtocol keeps working.
+    for svc in ("master-quic", "master-h2", "master"):
+        assert f"demo-saltq-{svc}.{NAMESPACE}.svc.cluster.local" in cert_sans
+    if dialled:
+        assert dialled in cert_sans
+    for cert in r.all("Certificate"):
+        if cert["metadata"]["name"] == "demo-saltq-master":
+            assert set(cert_sans) <= set(cert["spec"]["dnsNames"])
+
+
+def test_the_schema_is_a_valid_draft_7_schema() -> None:
+    jsonschema.Draft7Validator.check_schema(SCHEMA)
