@@ -165,6 +165,17 @@ impl Master {
         self.persist_minion_data(id, &data);
     }
 
+    /// Replaces the cached pillar of a minion (after it fetched a fresh one).
+    pub fn update_pillar(&self, id: &str, pillar: Value) {
+        let data = {
+            let mut m = self.minions.lock().unwrap_or_else(|e| e.into_inner());
+            let e = m.entry(id.to_owned()).or_default();
+            e.pillar = Some(pillar);
+            json!({"grains": e.grains, "pillar": e.pillar})
+        };
+        self.persist_minion_data(id, &data);
+    }
+
     /// The cached grains of a minion.
     pub fn grains_of(&self, id: &str) -> Option<Value> {
         let m = self.minions.lock().unwrap_or_else(|e| e.into_inner());

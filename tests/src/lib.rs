@@ -186,6 +186,7 @@ impl Master {
             .next()
             .and_then(|p| p.parse().ok())
             .expect("port");
+        self.http = v["http"].as_str().map(str::to_owned);
         self.write_config(&self.cli_dir(), self.port);
     }
 

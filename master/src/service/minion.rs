@@ -177,6 +177,7 @@ impl MinionService for MinionApi {
         let grains = self.master.grains_of(&id).unwrap_or(json!({}));
         let pillar = crate::pillar::compile(&self.master.cfg.pillar_roots, &id, &grains)
             .map_err(|e| Status::internal(format!("pillar for {id} failed to compile: {e}")))?;
+        self.master.update_pillar(&id, pillar.clone());
         Ok(Response::new(pb::GetPillarResponse {
             pillar: Some(value::json_to_struct(&pillar)),
         }))

@@ -6,4 +6,5 @@ mod foundation;
 mod handshake;
 mod interop;
 mod jobs;
+mod ops;
 mod protocol;

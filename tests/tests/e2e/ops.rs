@@ -1,0 +1,151 @@
+//! Operating saltq: HTTP probes and Prometheus metrics, the minion's health port, pillar refresh,
+//! and several masters sharing one PostgreSQL job cache.
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use saltq_tests::{Master, eventually};
+use serde_json::json;
+
+fn get(addr: &str, path: &str) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(addr).expect("connect http");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).unwrap();
+    let status = buf
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = buf
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn probes_and_metrics() {
+    let master = Master::start("auto_accept: true");
+    let http = master.http.clone().expect("http address");
+    assert_eq!(get(&http, "/healthz"), (200, "ok\n".into()));
+    assert_eq!(get(&http, "/readyz").0, 200);
+    assert_eq!(get(&http, "/nope").0, 404);
+    let hp = free_port();
+    let _m = master.minion(
+        "h1",
+        &format!("health_interface: 127.0.0.1\nhealth_port: {hp}"),
+    );
+    master.wait_for("h1");
+    let minion_health = format!("127.0.0.1:{hp}");
+    assert_eq!(
+        get(&minion_health, "/healthz"),
+        (200, "subscribed\n".into())
+    );
+    assert_eq!(master.saltq(&["h1", "test.ping"]).code, 0);
+    let (code, text) = get(&http, "/metrics");
+    assert_eq!(code, 200);
+    for line in [
+        "saltq_minions{state=\"connected\"} 1",
+        "saltq_minions{state=\"accepted\"} 1",
+        "# TYPE saltq_return_latency_seconds histogram",
+        "# TYPE saltq_job_cache_write_seconds histogram",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in:\n{text}");
+    }
+    let counter = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name} missing"))
+    };
+    assert!(counter("saltq_jobs_published_total") >= 2);
+    assert!(counter("saltq_returns_stored_total") >= 2);
+    // The master going away makes the minion unhealthy (it is a readiness signal).
+    drop(master);
+    eventually(
+        "minion reports not subscribed",
+        Duration::from_secs(15),
+        || (get(&minion_health, "/healthz").0 == 503).then_some(()),
+    );
+}
+
+#[test]
+fn pillar_refresh_reaches_minion_and_master_targeting() {
+    let master = Master::start_with(|dir| {
+        let p = dir.join("pillar");
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("top.sls"), "base:\n  '*':\n    - data\n").unwrap();
+        std::fs::write(p.join("data.sls"), "color: blue\n").unwrap();
+        format!(
+            "auto_accept: true\npillar_roots:\n  base:\n    - {}\n",
+            p.display()
+        )
+    });
+    let _m = master.minion("pl1", "");
+    master.wait_for("pl1");
+    let o = master.saltq(&["pl1", "pillar.get", "color"]);
+    assert_eq!(o.stdout, "pl1:\n    blue\n");
+    std::fs::write(master.dir.0.join("pillar/data.sls"), "color: green\n").unwrap();
+    let o = master.saltq(&["pl1", "saltutil.refresh_pillar"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    eventually("new pillar on the minion", Duration::from_secs(10), || {
+        let o = master.saltq(&["pl1", "pillar.get", "color"]);
+        (o.stdout == "pl1:\n    green\n").then_some(())
+    });
+    let o = master.saltq(&[
+        "-I",
+        "color:green",
+        "test.ping",
+        "--out",
+        "json",
+        "--static",
+    ]);
+    assert_eq!(o.json(), json!({"pl1": true}), "{o:?}");
+}
+
+#[test]
+fn two_masters_share_one_postgres_job_cache() {
+    let Ok(pg) = std::env::var("SALTQ_TEST_POSTGRES") else {
+        eprintln!("skipped: SALTQ_TEST_POSTGRES is not set (libpq string of a PostgreSQL server)");
+        return;
+    };
+    let schema = format!("saltq_e2e_shared_{}", std::process::id());
+    let cfg = format!(
+        "auto_accept: true\njob_cache: postgres\njob_cache_postgres: '{pg}'\njob_cache_postgres_schema: {schema}\n"
+    );
+    let a = Master::start(&cfg);
+    let b = Master::start(&cfg);
+    let _m = a.minion("shared1", "");
+    a.wait_for("shared1");
+    let o = a.saltq(&["shared1", "test.echo", "from-a", "--async"]);
+    let jid = o.stdout.trim().rsplit(' ').next().unwrap().to_owned();
+    // Master B never saw the job, yet its cache answers for it.
+    let o = eventually("b sees a's return", Duration::from_secs(10), || {
+        let o = b.saltq(&["jobs", "lookup", &jid, "--out", "json"]);
+        (o.json() == json!({"shared1": "from-a"})).then_some(o)
+    });
+    assert_eq!(o.code, 0);
+    // Jids stay unique across both masters.
+    let ja = a.saltq(&["shared1", "test.ping", "--async"]).stdout;
+    let jb = b.saltq(&["jobs", "list", "--out", "json"]).json();
+    assert!(jb.as_object().is_some_and(|m| m.len() >= 2), "{jb}");
+    assert!(!ja.is_empty());
+    let _ = std::process::Command::new("psql")
+        .arg(&pg)
+        .arg("-c")
+        .arg(format!("DROP SCHEMA {schema} CASCADE"))
+        .output();
+}
