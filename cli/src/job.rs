@@ -329,6 +329,13 @@ pub fn status_exit(ch: &Channel, s: &tonic::Status) -> i32 {
             eprintln!("saltq: {}", s.message());
             exit::USAGE
         }
+        Code::ResourceExhausted => {
+            eprintln!(
+                "saltq: the master refused the request as too large (its max_message_size): {}",
+                s.message()
+            );
+            exit::USAGE
+        }
         Code::PermissionDenied | Code::Unauthenticated => {
             eprintln!("saltq: the master refused the request: {}", s.message());
             exit::NOPERM

@@ -22,6 +22,23 @@ pub fn bind(
     publ: &PubInfo,
 ) -> Result<Bound, ExecError> {
     let accepts = |key: &str| f.kwargs || f.params.iter().any(|p| p.name == key);
+    let (positional, mut keywords) = split_args(args, kwarg, accepts)?;
+    if f.kwargs {
+        for (key, val) in pub_data(f.name, publ) {
+            keywords.insert(format!("__pub_{key}"), val);
+        }
+    }
+    bind_python(f, positional, keywords)
+}
+
+/// Salt's `load_args_and_kwargs`: separates a job's positional arguments from its keyword
+/// arguments (packed `__kwarg__` dicts, `key=value` strings, then `kwarg`), refusing
+/// keywords that `accepts` rejects with Salt's `SaltInvocationError` text.
+pub(crate) fn split_args(
+    args: Vec<Value>,
+    kwarg: Map<String, Value>,
+    accepts: impl Fn(&str) -> bool,
+) -> Result<(Vec<Value>, Map<String, Value>), ExecError> {
     let mut positional = Vec::new();
     let mut keywords: Map<String, Value> = Map::new();
     let mut invalid = Vec::new();
@@ -61,12 +78,7 @@ pub fn bind(
             invalid.join(", ")
         )));
     }
-    if f.kwargs {
-        for (key, val) in pub_data(f.name, publ) {
-            keywords.insert(format!("__pub_{key}"), val);
-        }
-    }
-    bind_python(f, positional, keywords)
+    Ok((positional, keywords))
 }
 
 /// The publication data in the order Salt's load carries it; each key becomes `__pub_<key>`.

@@ -2,6 +2,8 @@
 //! running jobs, an event sink, and the process groups the current job has started.
 
 use std::collections::BTreeSet;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use nix::sys::signal::{Signal, killpg};
@@ -86,6 +88,28 @@ pub trait EventSink: Send + Sync {
     fn send(&self, tag: &str, data: Value);
 }
 
+/// One file of the master's `file_roots/_<kind>` directory, as `saltutil.sync_*` receives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncedFile {
+    /// The file's name, relative to `_<kind>` (`mymod.py`); no `..` and not absolute.
+    pub name: String,
+    /// The file's contents.
+    pub contents: Vec<u8>,
+    /// Whether the file is executable on the master (kept on the minion: mode 0700, else 0600).
+    pub executable: bool,
+}
+
+/// The future a [`ModuleSource`] answers with.
+pub type FetchFuture = Pin<Box<dyn Future<Output = Result<Vec<SyncedFile>, String>> + Send>>;
+
+/// Where `saltutil.sync_*` gets external modules from: the master's `file_roots/_<kind>`.
+/// The minion implements it with an RPC to the master.
+pub trait ModuleSource: Send + Sync {
+    /// Every file under `_<kind>` on the master (`kind` is `modules`); an error names what
+    /// failed (it becomes the job's `ERROR: ...` return).
+    fn fetch(&self, kind: &str) -> FetchFuture;
+}
+
 /// The process groups a job's commands run in, so that the minion can signal them
 /// (`saltutil.signal_job`) while the job runs. Each `cmd.*` child leads its own group;
 /// the group is listed here from spawn until the command is done with.
@@ -136,6 +160,8 @@ pub struct CallContext {
     pub jobs: Arc<dyn JobControl>,
     /// Where events from execution functions go; `None` drops them.
     pub events: Option<Arc<dyn EventSink>>,
+    /// Where `saltutil.sync_*` fetches external modules from; `None` makes them fail.
+    pub modules: Option<Arc<dyn ModuleSource>>,
     /// The process groups of this job's commands. Use [`CallContext::for_job`] to give each
     /// job its own.
     pub processes: ProcessGroups,
@@ -155,6 +181,7 @@ impl CallContext {
             opts,
             jobs,
             events: None,
+            modules: None,
             processes: ProcessGroups::default(),
         }
     }
@@ -172,6 +199,12 @@ impl CallContext {
     /// The same context with this event sink.
     pub fn with_events(mut self, events: Arc<dyn EventSink>) -> Self {
         self.events = Some(events);
+        self
+    }
+
+    /// The same context with this source of external modules.
+    pub fn with_modules(mut self, modules: Arc<dyn ModuleSource>) -> Self {
+        self.modules = Some(modules);
         self
     }
 
@@ -211,6 +244,7 @@ impl std::fmt::Debug for CallContext {
         f.debug_struct("CallContext")
             .field("opts", &self.opts)
             .field("events", &self.events.is_some())
+            .field("modules", &self.modules.is_some())
             .field("processes", &self.processes)
             .finish_non_exhaustive()
     }

@@ -10,9 +10,10 @@ use std::task::{Context, Poll};
 
 use serde_json::{Map, Value};
 
-use crate::args::bind;
+use crate::args::{bind, split_args};
 use crate::context::{CallContext, PubInfo};
 use crate::error::ExecError;
+use crate::extmods;
 use crate::modules::sys::docs_matching;
 use crate::pyish::truthy;
 use crate::registry::lookup;
@@ -45,7 +46,8 @@ impl CallOutcome {
     }
 }
 
-/// Runs `fun` with a job's arguments and publication data.
+/// Runs `fun` with a job's arguments and publication data. A function that is not built in
+/// is looked for among the external modules (`module_dirs`, synced modules).
 ///
 /// The future owns everything the function started: dropping it (a tokio task abort when a
 /// job is killed) kills the process groups of the commands it was running.
@@ -57,7 +59,7 @@ pub async fn call(
     publ: &PubInfo,
 ) -> CallOutcome {
     let Some(f) = lookup(fun) else {
-        return missing(fun);
+        return call_external(ctx, fun, args, kwargs).await;
     };
     let bound = match bind(f, args, kwargs, publ) {
         Ok(bound) => bound,
@@ -80,6 +82,45 @@ pub async fn call(
             }
         }
         Err(e) => error_outcome(f, e),
+    }
+}
+
+/// Runs `fun` from an external module, or answers that it is not available.
+async fn call_external(
+    ctx: &CallContext,
+    fun: &str,
+    args: Vec<Value>,
+    kwargs: Map<String, Value>,
+) -> CallOutcome {
+    let Some((module, function)) = fun.split_once('.') else {
+        return missing(fun);
+    };
+    let Some(m) = extmods::find(&ctx.opts, module) else {
+        return missing(fun);
+    };
+    let failed = |e: ExecError| CallOutcome::failed(Value::String(format!("ERROR: {e}")));
+    match extmods::list(&m, &ctx.opts, &ctx.processes).await {
+        Ok(names) if names.iter().any(|n| n == function) => {}
+        Ok(_) => return missing(fun),
+        Err(e) => return failed(e),
+    }
+    let (positional, keywords) = match split_args(args, kwargs, |_| true) {
+        Ok(split) => split,
+        Err(e) => return failed(e),
+    };
+    match extmods::call(&m, function, positional, keywords, ctx).await {
+        Ok((ret, mut code)) => {
+            if code == 0 && !dict_succeeded(&ret) {
+                code = EX_GENERIC;
+            }
+            CallOutcome {
+                ret,
+                retcode: code,
+                success: code == 0,
+                out: None,
+            }
+        }
+        Err(e) => failed(e),
     }
 }
 

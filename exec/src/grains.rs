@@ -3,20 +3,46 @@
 //! interfaces. The parsing is in pure functions over text, tested with data; only
 //! [`compute_grains`] touches the system.
 
-use std::collections::BTreeSet;
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 use std::path::Path;
 
-use nix::ifaddrs::getifaddrs;
 use nix::unistd::{Gid, Group, Uid, User, getpid};
 use serde_json::{Map, Value, json};
 
 use os::{os_grains, osarch, parse_os_release};
 
+mod hw;
+pub(crate) mod net;
 mod os;
 
-/// Computes the grains of this machine for minion `id`. Grains set in the minion config
-/// (`static_grains`) replace computed ones of the same name.
+/// Reads a grains file (YAML, as Salt's `/etc/salt/grains`): its top-level dict, or an empty
+/// one when the file is absent, unreadable, not YAML or not a dict (Salt skips a bad file
+/// with a warning).
+pub fn load_grains_file(path: &Path) -> Map<String, Value> {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| serde_yaml_ng::from_str::<Value>(&text).ok())
+        .and_then(|v| match v {
+            Value::Object(map) => Some(map),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// The static grains in Salt's order: the grains file's (the minion's `grains_file`), then
+/// the minion config's `grains` over them. Pass the result to [`compute_grains`].
+pub fn static_grains(
+    grains_file: Option<&Path>,
+    config_grains: &Map<String, Value>,
+) -> Map<String, Value> {
+    let mut statics = grains_file.map(load_grains_file).unwrap_or_default();
+    statics.extend(config_grains.iter().map(|(k, v)| (k.clone(), v.clone())));
+    statics
+}
+
+/// Computes the grains of this machine for minion `id`. Static grains replace computed ones
+/// of the same name. Salt's order, lowest first: computed core grains, the grains file,
+/// the minion config's `grains`; [`static_grains`] merges the last two.
 pub fn compute_grains(id: &str, static_grains: Option<&Map<String, Value>>) -> Value {
     let mut g = Map::new();
     let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
@@ -45,10 +71,38 @@ pub fn compute_grains(id: &str, static_grains: Option<&Map<String, Value>>) -> V
     g.insert("host".into(), json!(host));
     g.insert("domain".into(), json!(domain));
     g.insert("id".into(), json!(id));
-    g.extend(network_grains());
+    g.insert("server_id".into(), json!(hw::server_id(id)));
+    let ifaces = net::interfaces();
+    g.extend(net::address_grains(&ifaces));
+    let (v4, v6) = net::read_routes();
+    g.extend(net::gateway_grains(&v4, &v6));
+    if let Some(dns) = net::read_dns() {
+        g.insert("dns".into(), dns);
+    }
+    let addrs: Vec<IpAddr> = ifaces
+        .iter()
+        .flat_map(|i| {
+            let v4 = i.inet.iter().map(|(a, _, _)| IpAddr::V4(*a));
+            v4.chain(i.inet6.iter().map(|(a, _)| IpAddr::V6(*a)))
+        })
+        .collect();
+    g.insert(
+        "fqdns".into(),
+        json!(net::fqdns_from_hosts(&read("/etc/hosts"), &addrs)),
+    );
+    g.extend(net::fqdn_ips(&fqdn));
 
-    g.insert("num_gpus".into(), json!(0));
-    g.insert("gpus".into(), json!([]));
+    g.extend(hw::gpu_grains());
+    g.extend(hw::disk_grains(Path::new("/sys/block")));
+    g.extend(hw::misc_grains());
+    g.insert("locale_info".into(), hw::locale_info());
+    let cmdline = read("/proc/cmdline");
+    if !cmdline.is_empty() {
+        g.insert("kernelparams".into(), hw::kernelparams(&cmdline));
+    }
+    if let Some(systemd) = hw::systemd_grain() {
+        g.insert("systemd".into(), systemd);
+    }
     let uts = nix::sys::utsname::uname().ok();
     let uname = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {
         uts.as_ref()
@@ -123,67 +177,6 @@ pub fn compute_grains(id: &str, static_grains: Option<&Map<String, Value>>) -> V
         }
     }
     Value::Object(g)
-}
-
-/// `ipv4`, `ipv6` (all addresses, loopback included, sorted and unique, as Salt's),
-/// `ip4_interfaces`, `ip6_interfaces`, `ip_interfaces` and `hwaddr_interfaces`.
-fn network_grains() -> Map<String, Value> {
-    let mut v4: Map<String, Value> = Map::new();
-    let mut v6: Map<String, Value> = Map::new();
-    let mut hw: Map<String, Value> = Map::new();
-    let mut all4 = BTreeSet::<Ipv4Addr>::new();
-    let mut all6 = BTreeSet::<Ipv6Addr>::new();
-    let push = |m: &mut Map<String, Value>, iface: &str, addr: String| {
-        let list = m.entry(iface).or_insert_with(|| json!([]));
-        if let Some(list) = list.as_array_mut()
-            && !list.iter().any(|a| a.as_str() == Some(&addr))
-        {
-            list.push(json!(addr));
-        }
-    };
-    if let Ok(addrs) = getifaddrs() {
-        for ifa in addrs {
-            let name = ifa.interface_name.clone();
-            v4.entry(name.clone()).or_insert_with(|| json!([]));
-            v6.entry(name.clone()).or_insert_with(|| json!([]));
-            let Some(addr) = ifa.address else { continue };
-            if let Some(sin) = addr.as_sockaddr_in() {
-                all4.insert(sin.ip());
-                push(&mut v4, &name, sin.ip().to_string());
-            } else if let Some(sin6) = addr.as_sockaddr_in6() {
-                all6.insert(sin6.ip());
-                push(&mut v6, &name, sin6.ip().to_string());
-            } else if let Some(mac) = addr.as_link_addr().and_then(|l| l.addr()) {
-                let text: Vec<String> = mac.iter().map(|b| format!("{b:02x}")).collect();
-                hw.insert(name, json!(text.join(":")));
-            }
-        }
-    }
-    let mut both = Map::new();
-    for (iface, list) in &v4 {
-        let mut l = list.as_array().cloned().unwrap_or_default();
-        l.extend(
-            v6.get(iface)
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default(),
-        );
-        both.insert(iface.clone(), Value::Array(l));
-    }
-    let mut g = Map::new();
-    g.insert("hwaddr_interfaces".into(), Value::Object(hw));
-    g.insert("ip4_interfaces".into(), Value::Object(v4));
-    g.insert("ip6_interfaces".into(), Value::Object(v6));
-    g.insert(
-        "ipv4".into(),
-        json!(all4.iter().map(ToString::to_string).collect::<Vec<_>>()),
-    );
-    g.insert(
-        "ipv6".into(),
-        json!(all6.iter().map(ToString::to_string).collect::<Vec<_>>()),
-    );
-    g.insert("ip_interfaces".into(), Value::Object(both));
-    g
 }
 
 /// The canonical name `/etc/hosts` gives `hostname` (the first name on its line), which is

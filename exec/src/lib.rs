@@ -1,26 +1,44 @@
-//! The minion's execution modules (`test`, `cmd`, `grains`, `pillar`, `sys`, `saltutil`) and
-//! its core grains, with Salt's function names, argument rules, return shapes and error texts.
+//! The minion's execution modules and its core grains, with Salt's function names, argument
+//! rules, return shapes and error texts. Built in: `cmd`, `config`, `cron`, `disk`, `event`,
+//! `file`, `grains`, `group`, `network`, `pillar`, `pkg`, `saltutil`, `service`, `status`,
+//! `sys`, `sysctl`, `test`, `user`; external modules (executables in `module_dirs` or synced
+//! from the master) add more without recompiling.
 //!
 //! The minion calls [`call`] once per job function. Functions live in one table
-//! ([`function_names`], [`lookup`]) that `sys.*` reads too. A job is killed by dropping (or
-//! aborting the task of) the `call` future: commands it started die with their process group.
+//! ([`function_names`], [`lookup`]) that `sys.*` reads too; a name the table lacks is looked
+//! up among the external modules. A job is killed by dropping (or aborting the task of) the
+//! `call` future: commands it started die with their process group.
+//!
+//! Minion options read here (Salt's names): `id`, `grains_file` (where `grains.setval` and
+//! friends write), `module_dirs` and `cachedir` (external modules; synced ones go to
+//! `<cachedir>/extmods/modules`), `ext_module_timeout` (seconds, default 60), `hash_type`,
+//! `cmd_safe`, `cmd_blacklist_glob`, `cmd_whitelist_glob`, `pillar_raise_on_missing`,
+//! `pillar_merge_lists`, `extmod_whitelist`, `extmod_blacklist`, `systemd.scope`, `saltenv`,
+//! `pillarenv`.
 
 mod args;
 mod context;
+mod difflib;
 mod dispatch;
 mod error;
+mod extmods;
 mod grains;
+mod hashing;
 mod modules;
 mod process;
 mod pyish;
 mod registry;
 mod spec;
+mod sync;
 
 pub use args::{parse_kwarg, yamlify_arg};
-pub use context::{CallContext, EventSink, JobControl, NoJobs, ProcessGroups, PubInfo};
+pub use context::{
+    CallContext, EventSink, FetchFuture, JobControl, ModuleSource, NoJobs, ProcessGroups, PubInfo,
+    SyncedFile,
+};
 pub use dispatch::{CallOutcome, EX_GENERIC, call};
 pub use error::ExecError;
-pub use grains::compute_grains;
+pub use grains::{compute_grains, load_grains_file, static_grains};
 pub use registry::{function_names, functions, lookup};
 pub use spec::{Bound, BoxFuture, Call, Function, Handler, Lit, Param};
 

@@ -31,6 +31,10 @@ pub(crate) struct Spawn {
     pub merge_stderr: bool,
     /// Kill the command's process group after this long.
     pub timeout: Option<Duration>,
+    /// Run as this uid (the minion must be root); supplementary groups are dropped.
+    pub uid: Option<u32>,
+    /// Run with this primary gid.
+    pub gid: Option<u32>,
 }
 
 /// How a command ended.
@@ -106,6 +110,12 @@ pub(crate) async fn run(spec: &Spawn, groups: &ProcessGroups) -> io::Result<Fini
         } else {
             Stdio::null()
         });
+    if let Some(uid) = spec.uid {
+        command.uid(uid);
+    }
+    if let Some(gid) = spec.gid {
+        command.gid(gid);
+    }
     let merged = if spec.merge_stderr {
         let (reader, writer) = io::pipe()?;
         command.stdout(writer.try_clone()?).stderr(writer);
@@ -173,6 +183,57 @@ pub(crate) async fn run(spec: &Spawn, groups: &ProcessGroups) -> io::Result<Fini
             let _ = child.wait().await;
             Ok(Finished::TimedOut { pid })
         }
+    }
+}
+
+/// What a helper command (`df`, `systemctl`, `dpkg-query`, ...) printed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Output {
+    /// Its exit code (negative: killed by that signal).
+    pub code: i32,
+    /// Its standard output, decoded (invalid UTF-8 replaced).
+    pub stdout: String,
+    /// Its standard error, decoded.
+    pub stderr: String,
+}
+
+/// Runs a helper command directly (no shell) with the `C` locale, so that its output parses
+/// the same everywhere, plus `extra_env`, in a process group listed in `groups`. `NotFound`
+/// when the program does not exist.
+pub(crate) async fn output(
+    argv: &[&str],
+    stdin: Option<&[u8]>,
+    extra_env: &[(&str, &str)],
+    groups: &ProcessGroups,
+) -> io::Result<Output> {
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(k, _)| k != "LANG" && k != "LANGUAGE" && !k.to_string_lossy().starts_with("LC_"))
+        .collect();
+    env.push(("LC_ALL".into(), "C".into()));
+    env.extend(
+        extra_env
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
+    let spec = Spawn {
+        argv: argv.iter().map(OsString::from).collect(),
+        cwd: PathBuf::from("/"),
+        env,
+        stdin: stdin.map(<[u8]>::to_vec),
+        ..Spawn::default()
+    };
+    match run(&spec, groups).await? {
+        Finished::Exited {
+            code,
+            stdout,
+            stderr,
+            ..
+        } => Ok(Output {
+            code,
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }),
+        Finished::TimedOut { .. } => Err(io::Error::from(io::ErrorKind::TimedOut)),
     }
 }
 

@@ -343,6 +343,41 @@ pub fn strip_rst(doc: &str) -> String {
         .replace(".. versionchanged::", "Changed in version")
 }
 
+/// Python's `datetime.utcfromtimestamp(secs).isoformat()`: `2026-11-21T00:06:32.223181`,
+/// the fraction left out when it is zero.
+pub fn utc_isoformat(secs: f64) -> String {
+    let micros_total = (secs * 1e6).round() as i64;
+    let (days, rem) = (
+        micros_total.div_euclid(86_400_000_000),
+        micros_total.rem_euclid(86_400_000_000),
+    );
+    let (y, m, d) = civil_from_days(days);
+    let (h, rem) = (rem / 3_600_000_000, rem % 3_600_000_000);
+    let (min, rem) = (rem / 60_000_000, rem % 60_000_000);
+    let (sec, micros) = (rem / 1_000_000, rem % 1_000_000);
+    let base = format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{sec:02}");
+    if micros == 0 {
+        base
+    } else {
+        format!("{base}.{micros:06}")
+    }
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`).
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
 /// Salt's `traverse_dict_and_list`: walks `key` split on `delimiter` through dicts and lists
 /// (numeric parts index lists, other parts look into the dicts a list holds).
 pub fn traverse<'a>(data: &'a Value, key: &str, delimiter: &str) -> Option<&'a Value> {
@@ -399,6 +434,16 @@ mod tests {
             assert_eq!(py_repr(&v), want, "repr of {v}");
         }
         assert_eq!(py_str(&json!("x")), "x");
+    }
+
+    #[test]
+    fn isoformat_matches_python() {
+        assert_eq!(utc_isoformat(0.0), "1970-01-01T00:00:00");
+        assert_eq!(
+            utc_isoformat(1_795_219_592.223_181),
+            "2026-11-21T00:06:32.223181"
+        );
+        assert_eq!(utc_isoformat(951_782_400.5), "2000-02-29T00:00:00.500000");
     }
 
     #[test]

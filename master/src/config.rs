@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use saltq_semantics::target::Nodegroups;
-use saltq_transport::config::{ConfigError, load_yaml, rooted};
+use saltq_transport::config::{ConfigError, rooted};
 use serde::Deserialize;
 
 /// The file as written: every key optional, unknown keys refused.
@@ -83,6 +83,55 @@ pub struct RawConfig {
     pub timeout: Option<f64>,
     /// Default seconds to wait for find_job answers (Salt's `gather_job_timeout`, default 10).
     pub gather_job_timeout: Option<f64>,
+    /// File roots: `{base: [dir, ...]}` (Salt's `file_roots`), for `_modules` and `_runners`.
+    pub file_roots: Option<std::collections::BTreeMap<String, Vec<PathBuf>>>,
+    /// Directories of external runners (Salt's `runner_dirs`).
+    pub runner_dirs: Option<Vec<PathBuf>>,
+    /// Which client certificate may run which functions on which minions (Salt's `publisher_acl`).
+    pub publisher_acl: Option<crate::acl::PublisherAcl>,
+    /// Which client certificate may run which runners.
+    pub runner_acl: Option<crate::acl::RunnerAcl>,
+    /// Reactions: a list of `{tag_glob: [reaction files]}` (Salt's `reactor`).
+    pub reactor: Option<Vec<std::collections::BTreeMap<String, Vec<PathBuf>>>>,
+    /// Concurrent reactions at most (default 10).
+    pub reactor_worker_threads: Option<usize>,
+    /// Returners that receive every event (Salt's `event_return`: a name or a list).
+    pub event_return: Option<OneOrMany>,
+    /// Events per batch (Salt's `event_return_queue`, default 0: send at once).
+    pub event_return_queue: Option<usize>,
+    /// Seconds a partial batch may wait (Salt's `event_return_queue_max_seconds`, default 0: no
+    /// limit).
+    pub event_return_queue_max_seconds: Option<f64>,
+    /// Tag globs sent to event returners (Salt's `event_return_whitelist`).
+    pub event_return_whitelist: Option<Vec<String>>,
+    /// Tag globs not sent (Salt's `event_return_blacklist`).
+    pub event_return_blacklist: Option<Vec<String>>,
+    /// Events buffered while returners are down, at most (default 10000).
+    pub event_return_buffer: Option<usize>,
+}
+
+/// A string or a list of strings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    /// One name (a comma-separated list, as Salt allows).
+    One(String),
+    /// Several names.
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    /// The names.
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            OneOrMany::One(s) => s
+                .split(',')
+                .map(|p| p.trim().to_owned())
+                .filter(|p| !p.is_empty())
+                .collect(),
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
 }
 
 /// The validated config the master runs with.
@@ -137,6 +186,22 @@ pub struct MasterConfig {
     pub timeout: Duration,
     /// Default gather_job_timeout.
     pub gather_job_timeout: Duration,
+    /// File roots of the `base` environment.
+    pub file_roots: Vec<PathBuf>,
+    /// Where external runners are looked up (runner_dirs, then synced ones).
+    pub runner_dirs: Vec<PathBuf>,
+    /// Where `saltutil.sync_runners` puts runners.
+    pub extension_runners: PathBuf,
+    /// Who may do what.
+    pub acl: crate::acl::Acl,
+    /// Reactions by tag glob.
+    pub reactor: Vec<(String, Vec<PathBuf>)>,
+    /// Concurrent reactions.
+    pub reactor_workers: usize,
+    /// Event returners and their queue settings.
+    pub event_return: Option<saltq_returners::EventReturnConfig>,
+    /// Returner options (Salt's `returner.*`, `mysql.*`, ... keys) and `id`.
+    pub returner_opts: serde_json::Value,
 }
 
 /// Default config directory, as Salt's `/etc/salt`.
@@ -146,8 +211,17 @@ impl MasterConfig {
     /// Reads and validates `DIR/master`. A missing file means all defaults.
     pub fn load(dir: &Path) -> Result<MasterConfig, ConfigError> {
         let file = dir.join("master");
-        let raw: RawConfig = load_yaml(&file, false)?;
-        Self::from_raw(raw, file)
+        let (raw, returner_opts): (RawConfig, serde_json::Map<String, serde_json::Value>) =
+            saltq_transport::config::load_yaml_split(&file, saltq_returners::is_returner_option)?;
+        let mut cfg = Self::from_raw(raw, file.clone())?;
+        let mut opts = returner_opts;
+        opts.insert("id".into(), serde_json::Value::String(cfg.id.clone()));
+        opts.insert(
+            "keep_jobs_seconds".into(),
+            serde_json::json!(cfg.keep_jobs.as_secs()),
+        );
+        cfg.returner_opts = serde_json::Value::Object(opts);
+        Ok(cfg)
     }
 
     /// Validates raw values.
@@ -250,7 +324,7 @@ impl MasterConfig {
             quic,
             h2,
             pki_dir: path(raw.pki_dir, "/etc/saltq/pki/master"),
-            cachedir,
+            cachedir: cachedir.clone(),
             auto_accept: raw.auto_accept.unwrap_or(false),
             autosign_file: raw.autosign_file.map(|p| rooted(&root, &p)),
             accept_ca_signed_minions: raw.accept_ca_signed_minions.unwrap_or(true),
@@ -279,6 +353,60 @@ impl MasterConfig {
                 .and_then(|mut m| m.remove("base"))
                 .unwrap_or_default(),
             presence_events: raw.presence_events.unwrap_or(false),
+            file_roots: raw
+                .file_roots
+                .as_ref()
+                .and_then(|m| m.get("base").cloned())
+                .unwrap_or_default(),
+            runner_dirs: raw
+                .runner_dirs
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .chain(std::iter::once(cachedir.join("extmods/runners")))
+                .collect(),
+            extension_runners: cachedir.join("extmods/runners"),
+            acl: crate::acl::Acl {
+                publisher: raw.publisher_acl.clone(),
+                runner: raw.runner_acl.clone(),
+            },
+            reactor: raw
+                .reactor
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .flat_map(|m| m.into_iter())
+                .collect(),
+            reactor_workers: raw.reactor_worker_threads.unwrap_or(10).max(1),
+            event_return: match &raw.event_return {
+                None => None,
+                Some(names) => {
+                    let names = names.names();
+                    for n in &names {
+                        if !saltq_returners::KNOWN.contains(&n.as_str()) {
+                            return Err(bad(
+                                "event_return",
+                                format!(
+                                    "unknown returner {n:?}: expected one of {}",
+                                    saltq_returners::KNOWN.join(", ")
+                                ),
+                            ));
+                        }
+                    }
+                    Some(saltq_returners::EventReturnConfig {
+                        returners: names,
+                        whitelist: raw.event_return_whitelist.clone().unwrap_or_default(),
+                        blacklist: raw.event_return_blacklist.clone().unwrap_or_default(),
+                        queue: raw.event_return_queue.unwrap_or(0),
+                        max_buffer: raw.event_return_buffer.unwrap_or(10_000),
+                        queue_max_age: Duration::from_secs_f64(
+                            raw.event_return_queue_max_seconds.unwrap_or(0.0).max(0.0),
+                        ),
+                        ..Default::default()
+                    })
+                }
+            },
+            returner_opts: serde_json::Value::Null,
             timeout: secs("timeout", raw.timeout, 5.0)?,
             gather_job_timeout: secs("gather_job_timeout", raw.gather_job_timeout, 10.0)?,
             file,

@@ -1,11 +1,14 @@
 //! `saltq-master`: reads `DIR/master`, sets up logging, runs the master until SIGTERM or Ctrl-C.
 
+mod acl;
 mod config;
 mod events;
 mod keys;
 mod metrics;
 mod pillar;
+mod reactor;
 mod run;
+mod runners;
 mod service;
 mod state;
 

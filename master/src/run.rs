@@ -306,6 +306,26 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
             StartError { code, error: e }
         })?;
 
+    let event_return = match &master.cfg.event_return {
+        Some(cfg) => {
+            let returners = saltq_returners::Returners::from_opts(&master.cfg.returner_opts)
+                .map_err(|e| StartError {
+                    code: usage,
+                    error: anyhow::anyhow!("{}: {e}", master.cfg.file.display()),
+                })?;
+            let (queue, handle) = saltq_returners::EventReturnQueue::new(returners, cfg.clone())
+                .map_err(|e| StartError {
+                    code: usage,
+                    error: anyhow::anyhow!("{}: key event_return: {e}", master.cfg.file.display()),
+                })?;
+            tokio::spawn(feed_event_returners(master.clone(), queue.clone()));
+            Some((queue, handle))
+        }
+        None => None,
+    };
+    if !master.cfg.reactor.is_empty() {
+        tokio::spawn(crate::reactor::run(master.clone()));
+    }
     let pruner = tokio::spawn(prune_loop(master.clone(), shutdown.clone()));
     if let Some(l) = http {
         let m = master.clone();
@@ -324,6 +344,14 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         .then(|| tokio::spawn(presence_loop(master.clone())));
     listeners.serve(Authorize::new(routes), shutdown).await;
     pruner.abort();
+    if let Some((queue, handle)) = event_return {
+        queue.close();
+        let _ = handle.await;
+        let s = queue.stats();
+        if s.dropped > 0 {
+            tracing::warn!(dropped = s.dropped, "event returners lost events");
+        }
+    }
     if let Some(p) = presence {
         p.abort();
     }
@@ -389,5 +417,28 @@ async fn probe(master: &Master, path: &str) -> saltq_transport::http::Reply {
             "text/plain",
             "not found: try /healthz, /readyz or /metrics\n".into(),
         ),
+    }
+}
+
+/// Copies every bus event into the event-return queue; never slows the bus (the queue's push
+/// does not wait, and a lagging copy is counted).
+async fn feed_event_returners(master: Arc<Master>, queue: saltq_returners::EventReturnQueue) {
+    let mut bus = master.events.subscribe();
+    loop {
+        match bus.recv().await {
+            Ok(e) => {
+                if queue.accepts(&e.tag) {
+                    queue.push(saltq_returners::Event {
+                        tag: e.tag.clone(),
+                        data: e.data.clone(),
+                    });
+                }
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!("event returners fell behind the bus, {n} events not returned");
+                master.events.missed(n);
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
     }
 }

@@ -176,6 +176,30 @@ impl Master {
         self.persist_minion_data(id, &data);
     }
 
+    /// The cached grains and pillar of a minion.
+    pub fn cached(&self, id: &str) -> (Option<Value>, Option<Value>) {
+        let m = self.minions.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(id)
+            .map(|e| (e.grains.clone(), e.pillar.clone()))
+            .unwrap_or_default()
+    }
+
+    /// Forgets the cached grains and/or pillar of a minion (cache.clear_*).
+    pub fn clear_cached(&self, id: &str, grains: bool, pillar: bool) {
+        let data = {
+            let mut m = self.minions.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(e) = m.get_mut(id) else { return };
+            if grains {
+                e.grains = None;
+            }
+            if pillar {
+                e.pillar = None;
+            }
+            json!({"grains": e.grains, "pillar": e.pillar})
+        };
+        self.persist_minion_data(id, &data);
+    }
+
     /// The cached grains of a minion.
     pub fn grains_of(&self, id: &str) -> Option<Value> {
         let m = self.minions.lock().unwrap_or_else(|e| e.into_inner());
@@ -278,7 +302,8 @@ impl Master {
         (expected, missing)
     }
 
-    fn next_jid(&self, requested: &str) -> Result<Jid, Status> {
+    /// A new jid (or the caller's, validated).
+    pub fn next_jid(&self, requested: &str) -> Result<Jid, Status> {
         if !requested.is_empty() {
             return Jid::parse(requested).map_err(|e| Status::invalid_argument(e.to_string()));
         }
@@ -304,6 +329,7 @@ impl Master {
         if expected.is_empty() && missing.is_empty() {
             return Err(Status::not_found(NO_MINIONS));
         }
+        self.cfg.acl.check_publish(user, &spec.req.fun, &expected)?;
         let jid = self.next_jid(&spec.req.jid)?;
         let now = chrono::Utc::now();
         let req = spec.req;

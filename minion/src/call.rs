@@ -72,7 +72,7 @@ pub async fn run(cfg: MinionConfig, a: CallArgs) -> i32 {
             }
         }
     };
-    let grains = saltq_exec::compute_grains(&cfg.id, Some(&cfg.grains));
+    let grains = cfg.compute_grains();
     let ctx = CallContext::local(grains, cfg.opts.clone());
     *ctx.pillar.write().unwrap_or_else(|e| e.into_inner()) = pillar;
     let (args, kwargs) = parse_input(&a.args);

@@ -24,6 +24,10 @@ pub struct RawConfig {
     pub transport: Option<String>,
     /// The minion's key and the pinned master CA.
     pub pki_dir: Option<PathBuf>,
+    /// State: synced modules under `extmods/` (Salt's `cachedir`).
+    pub cachedir: Option<PathBuf>,
+    /// Directories of external execution modules (Salt's `module_dirs`).
+    pub module_dirs: Option<Vec<PathBuf>>,
     /// CA file that vouches for the master; without it the master's CA is pinned on first use.
     pub ca_file: Option<PathBuf>,
     /// Expected fingerprint of the master's CA (Salt's `master_finger`).
@@ -46,6 +50,9 @@ pub struct RawConfig {
     pub keep_alive: Option<f64>,
     /// Largest message, in bytes (default 16 MiB); larger returns are truncated with a marker.
     pub max_message_size: Option<usize>,
+    /// Returners for every job, after the master has the return (Salt's `return`).
+    #[serde(rename = "return")]
+    pub returners: Option<String>,
     /// Opt-in plain-HTTP port for /healthz (200 while subscribed, 503 otherwise).
     pub health_port: Option<u16>,
     /// Address of the health port (default 0.0.0.0).
@@ -67,6 +74,10 @@ pub struct MinionConfig {
     pub transport: TransportKind,
     /// Key directory.
     pub pki_dir: PathBuf,
+    /// State directory.
+    pub cachedir: PathBuf,
+    /// External module directories.
+    pub module_dirs: Vec<PathBuf>,
     /// CA vouching for the master.
     pub ca_file: Option<PathBuf>,
     /// Expected master CA fingerprint.
@@ -87,6 +98,10 @@ pub struct MinionConfig {
     pub limits: saltq_transport::Limits,
     /// The opt-in health endpoint.
     pub health: Option<std::net::SocketAddr>,
+    /// Returners for every job (Salt's `return`).
+    pub returners: Vec<String>,
+    /// Returner connections, built once from the returner option keys.
+    pub returner_set: Option<saltq_returners::Returners>,
     /// The whole file as JSON, for `config.get` (Salt's `__opts__`).
     pub opts: Value,
 }
@@ -98,13 +113,36 @@ impl MinionConfig {
     /// Reads and validates `DIR/minion`.
     pub fn load(dir: &Path, id_override: Option<String>) -> Result<MinionConfig, ConfigError> {
         let file = dir.join("minion");
-        let mut raw: RawConfig = load_yaml(&file, false)?;
+        let (mut raw, returner_opts): (RawConfig, Map<String, Value>) =
+            saltq_transport::config::load_yaml_split(&file, saltq_returners::is_returner_option)?;
         if id_override.is_some() {
             raw.id = id_override;
         }
         let opts: Value =
             load_yaml::<Option<Value>>(&file, false)?.unwrap_or(Value::Object(Map::new()));
-        Self::from_raw(raw, opts, file)
+        let mut cfg = Self::from_raw(raw, opts, file.clone())?;
+        let mut ropts = returner_opts;
+        ropts.insert("id".into(), Value::String(cfg.id.clone()));
+        let set = saltq_returners::Returners::from_opts(&Value::Object(ropts)).map_err(|e| {
+            ConfigError::Invalid {
+                path: file.clone(),
+                message: e.to_string(),
+            }
+        })?;
+        cfg.returner_set = Some(set);
+        // What execution modules read of the minion's setup (Salt's __opts__ keys).
+        if let Value::Object(o) = &mut cfg.opts {
+            o.insert(
+                "grains_file".into(),
+                Value::String(dir.join("grains").display().to_string()),
+            );
+            o.insert(
+                "cachedir".into(),
+                Value::String(cfg.cachedir.display().to_string()),
+            );
+            o.insert("module_dirs".into(), serde_json::json!(cfg.module_dirs));
+        }
+        Ok(cfg)
     }
 
     fn from_raw(
@@ -158,6 +196,13 @@ impl MinionConfig {
                 &raw.pki_dir
                     .unwrap_or_else(|| "/etc/saltq/pki/minion".into()),
             ),
+            cachedir: rooted(
+                &root,
+                &raw.cachedir
+                    .clone()
+                    .unwrap_or_else(|| "/var/cache/saltq/minion".into()),
+            ),
+            module_dirs: raw.module_dirs.clone().unwrap_or_default(),
             ca_file: raw.ca_file.map(|p| rooted(&root, &p)),
             master_finger: raw.master_finger,
             acceptance_wait_time: secs("acceptance_wait_time", raw.acceptance_wait_time, 10.0)?,
@@ -172,6 +217,12 @@ impl MinionConfig {
                 keep_alive: secs("keep_alive", raw.keep_alive, 3.0)?,
                 ..Default::default()
             },
+            returners: match raw.returners.as_deref() {
+                Some(list) => saltq_returners::parse_return_list(list)
+                    .map_err(|e| bad("return", e.to_string()))?,
+                None => vec![],
+            },
+            returner_set: None,
             health: raw.health_port.map(|p| {
                 std::net::SocketAddr::new(
                     raw.health_interface
@@ -182,6 +233,19 @@ impl MinionConfig {
             opts,
             file,
         })
+    }
+}
+
+impl MinionConfig {
+    /// This minion's grains: computed ones, then the grains file, then the config's `grains`.
+    pub fn compute_grains(&self) -> Value {
+        let file = self
+            .opts
+            .get("grains_file")
+            .and_then(Value::as_str)
+            .map(std::path::PathBuf::from);
+        let statics = saltq_exec::static_grains(file.as_deref(), &self.grains);
+        saltq_exec::compute_grains(&self.id, Some(&statics))
     }
 }
 

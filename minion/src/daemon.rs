@@ -74,6 +74,38 @@ pub struct Shared {
     pub grains: Option<Value>,
 }
 
+/// Fetches `file_roots/_<kind>` from the master for `saltutil.sync_*`.
+struct MasterFiles {
+    chan: watch::Receiver<Option<Channel>>,
+    cfg: Arc<MinionConfig>,
+}
+
+impl saltq_exec::ModuleSource for MasterFiles {
+    fn fetch(&self, kind: &str) -> saltq_exec::FetchFuture {
+        let ch = self.chan.borrow().clone();
+        let cfg = self.cfg.clone();
+        let kind = kind.to_owned();
+        Box::pin(async move {
+            let ch = ch.ok_or("not connected to the master")?;
+            let mut c = client(ch.clone(), &cfg);
+            let resp = c
+                .sync_files(pb::SyncFilesRequest { kind })
+                .await
+                .map_err(|s| ch.failure(&s).to_string())?;
+            Ok(resp
+                .into_inner()
+                .files
+                .into_iter()
+                .map(|f| saltq_exec::SyncedFile {
+                    name: f.name,
+                    contents: f.contents,
+                    executable: f.executable,
+                })
+                .collect())
+        })
+    }
+}
+
 /// Runs the minion until `shutdown` turns true.
 pub async fn run(cfg: MinionConfig, shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
     run_with(cfg, shutdown, Shared::default()).await
@@ -96,7 +128,7 @@ pub async fn run_with(
             }
             g
         }
-        None => saltq_exec::compute_grains(&cfg.id, Some(&cfg.grains)),
+        None => cfg.compute_grains(),
     };
     let grains = Arc::new(RwLock::new(initial));
     let pillar = Arc::new(RwLock::new(Value::Object(Map::new())));
@@ -109,6 +141,10 @@ pub async fn run_with(
         Arc::new(cfg.opts.clone()),
         jobs.clone(),
     )
+    .with_modules(Arc::new(MasterFiles {
+        chan: chan_rx.clone(),
+        cfg: cfg.clone(),
+    }))
     .with_events(Arc::new(MasterEvents {
         chan: chan_rx.clone(),
         cfg: cfg.clone(),
@@ -280,7 +316,15 @@ async fn sleep_or_stop(d: Duration, shutdown: &mut watch::Receiver<bool>) -> boo
 async fn refresh(cfg: &MinionConfig, c: &mut Client, ctx: &CallContext, r: Refresh) {
     match r {
         Refresh::Grains => {
-            let g = saltq_exec::compute_grains(&cfg.id, Some(&cfg.grains));
+            // Computing grains runs commands (lspci, systemctl): keep it off the async threads.
+            let for_grains = cfg.clone();
+            let g = match tokio::task::spawn_blocking(move || for_grains.compute_grains()).await {
+                Ok(g) => g,
+                Err(e) => {
+                    tracing::warn!("computing grains failed: {e}");
+                    return;
+                }
+            };
             *ctx.grains.write().unwrap_or_else(|e| e.into_inner()) = g.clone();
             let req = pb::UpdateGrainsRequest {
                 grains: Some(value::json_to_struct(&g)),
@@ -326,7 +370,7 @@ fn start_job(
     ctx: &CallContext,
     jobs: &Arc<Jobs>,
     load: pb::JobLoad,
-    ret_tx: &mpsc::UnboundedSender<pb::ReturnRequest>,
+    ret_tx: &mpsc::UnboundedSender<Outgoing>,
 ) {
     if !jobs.first_sighting(&load.jid) {
         tracing::debug!(jid = %load.jid, "job seen before, ignored");
@@ -353,6 +397,7 @@ fn start_job(
     let task_jobs = jobs.clone();
     let ret_tx = ret_tx.clone();
     let max = cfg.limits.max_message_size;
+    let task_id = cfg.id.clone();
     let handle = tokio::spawn(async move {
         let publ = PubInfo {
             jid: load.jid.clone(),
@@ -400,7 +445,13 @@ fn start_job(
             metadata: load.metadata.clone(),
         };
         truncate_if_oversized(&mut req, max);
-        let _ = ret_tx.send(req);
+        let _ = ret_tx.send(Outgoing {
+            req,
+            id: task_id,
+            ret: load.ret.clone(),
+            ret_config: load.ret_config.clone(),
+            ret_kwargs: load.ret_kwargs.clone(),
+        });
     });
     jobs.attach(&jid, handle.abort_handle());
 }
@@ -419,13 +470,65 @@ fn truncate_if_oversized(req: &mut pb::ReturnRequest, max: usize) {
     }
 }
 
+/// A return on its way to the master, and what to do after.
+struct Outgoing {
+    req: pb::ReturnRequest,
+    id: String,
+    ret: String,
+    ret_config: String,
+    ret_kwargs: Option<prost_types::Struct>,
+}
+
+/// Runs the job's returners (and the minion's own `return` list) once the master has the
+/// return. A failing returner is logged; it never changes the job's result.
+fn run_returners(cfg: &Arc<MinionConfig>, out: Outgoing) {
+    let mut names = match saltq_returners::parse_return_list(&out.ret) {
+        Ok(n) => n,
+        Err(e) => {
+            tracing::error!(jid = %out.req.jid, "bad returner list {:?}: {e}", out.ret);
+            vec![]
+        }
+    };
+    for n in &cfg.returners {
+        if !names.contains(n) {
+            names.push(n.clone());
+        }
+    }
+    let Some(set) = cfg.returner_set.clone() else {
+        return;
+    };
+    if names.is_empty() {
+        return;
+    }
+    let r = &out.req;
+    let load = json!({
+        "id": out.id, "jid": r.jid, "fun": if r.fun.len() == 1 { json!(r.fun[0]) } else { json!(r.fun) },
+        "fun_args": value::from_list(r.fun_args.as_ref()),
+        "return": r.r#return.as_ref().map(value::from_prost).unwrap_or(Value::Null),
+        "retcode": r.retcode, "success": r.success,
+    });
+    let kwargs = out.ret_kwargs.as_ref().map(value::struct_to_map);
+    let ret_config = (!out.ret_config.is_empty()).then_some(out.ret_config);
+    tokio::spawn(async move {
+        for name in names {
+            if let Err(e) = set
+                .returner(&name, &load, ret_config.as_deref(), kwargs.as_ref())
+                .await
+            {
+                tracing::error!(returner = %name, jid = %load["jid"], "returner failed: {e}");
+            }
+        }
+    });
+}
+
 /// Sends returns in order, re-sending each until the master acknowledges it, across reconnects.
 async fn outbox(
-    mut rx: mpsc::UnboundedReceiver<pb::ReturnRequest>,
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
     mut chan: watch::Receiver<Option<Channel>>,
     cfg: Arc<MinionConfig>,
 ) {
-    while let Some(req) = rx.recv().await {
+    while let Some(out) = rx.recv().await {
+        let req = out.req.clone();
         loop {
             let ch = match chan.wait_for(|c| c.is_some()).await {
                 Ok(c) => c.clone().expect("checked by wait_for"),
@@ -433,7 +536,10 @@ async fn outbox(
             };
             let mut c = client(ch, &cfg);
             match tokio::time::timeout(Duration::from_secs(30), c.r#return(req.clone())).await {
-                Ok(Ok(_)) => break,
+                Ok(Ok(_)) => {
+                    run_returners(&cfg, out);
+                    break;
+                }
                 Ok(Err(s))
                     if matches!(
                         s.code(),

@@ -55,7 +55,7 @@ pub async fn run(
     let endpoint = saltq_transport::shared_endpoint(false)?;
     let shared = Shared {
         endpoint: Some(endpoint),
-        grains: Some(saltq_exec::compute_grains(&base.id, Some(&base.grains))),
+        grains: Some(base.compute_grains()),
     };
     let width = (a.start + a.count).to_string().len().max(5);
     let started = Instant::now();
@@ -81,7 +81,7 @@ pub async fn run(
                 tracing::error!(minion = %id, "{e:#}");
             }
         });
-        if a.ramp > 0 && (i - a.start + 1) % a.ramp == 0 {
+        if a.ramp > 0 && (i - a.start + 1).is_multiple_of(a.ramp) {
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     }

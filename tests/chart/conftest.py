@@ -120,4 +120,14 @@ def rust_config_keys(path: pathlib.Path) -> set[str]:
     source = path.read_text()
     block = re.search(r"pub struct RawConfig \{(.*?)\n\}", source, re.S)
     assert block, f"no RawConfig in {path}"
-    return set(re.findall(r"^\s*pub (\w+):", block.group(1), re.M))
+    keys, rename = set(), None
+    for line in block.group(1).splitlines():
+        m = re.match(r'\s*#\[serde\(rename = "([^"]+)"\)\]', line)
+        if m:
+            rename = m.group(1)
+            continue
+        m = re.match(r"\s*pub (?:r#)?(\w+):", line)
+        if m:
+            keys.add(rename or m.group(1))
+            rename = None
+    return keys

@@ -75,6 +75,48 @@ pub fn load_yaml<T: DeserializeOwned + Default>(
     })
 }
 
+/// Reads `path` as YAML; keys for which `split` is true (e.g. returner options such as
+/// `mysql.host`) are returned apart, the rest is deserialized into `T` (unknown keys refused).
+pub fn load_yaml_split<T: DeserializeOwned + Default>(
+    path: &Path,
+    split: impl Fn(&str) -> bool,
+) -> Result<(T, serde_json::Map<String, serde_json::Value>), ConfigError> {
+    let value: Option<serde_yaml_ng::Value> = load_yaml(path, false)?;
+    let Some(serde_yaml_ng::Value::Mapping(map)) = value else {
+        return match value {
+            None | Some(serde_yaml_ng::Value::Null) => Ok((T::default(), serde_json::Map::new())),
+            Some(_) => Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message: "the file must be a mapping of keys to values".into(),
+            }),
+        };
+    };
+    let mut rest = serde_yaml_ng::Mapping::new();
+    let mut apart = serde_json::Map::new();
+    for (k, v) in map {
+        match k.as_str() {
+            Some(key) if split(key) => {
+                let json = serde_json::to_value(&v).map_err(|e| ConfigError::Value {
+                    path: path.to_path_buf(),
+                    key: key.to_owned(),
+                    message: e.to_string(),
+                })?;
+                apart.insert(key.to_owned(), json);
+            }
+            _ => {
+                rest.insert(k, v);
+            }
+        }
+    }
+    let typed = serde_yaml_ng::from_value(serde_yaml_ng::Value::Mapping(rest)).map_err(|e| {
+        ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message: e.to_string().replace("unknown field", "unknown key"),
+        }
+    })?;
+    Ok((typed, apart))
+}
+
 /// Salt's `root_dir` rule: an absolute path is placed under `root_dir`, unless it already is.
 pub fn rooted(root_dir: &Path, path: &Path) -> PathBuf {
     if root_dir == Path::new("/") || path.starts_with(root_dir) {

@@ -1,5 +1,7 @@
 //! Grain derivations checked as data against what Salt computes from the same files.
 
+use std::net::Ipv4Addr;
+
 use serde_json::{Value, json};
 
 use super::os::{derive_os, strip_linux};
@@ -246,4 +248,154 @@ fn this_machine() {
     assert!(g["num_cpus"].as_u64().unwrap_or(0) > 0);
     let hostname = gethostname::gethostname().to_string_lossy().into_owned();
     assert_eq!(g["localhost"], json!(hostname));
+}
+
+/// The grains salt 3007.8 computed on this kind of machine (`salt-call --local grains.items`
+/// on Debian 12), minus the Python-only ones (`pythonexecutable`, `pythonpath`,
+/// `pythonversion`, `saltpath`, `zmqversion`), the ZFS ones and `master` (a config value
+/// the minion adds).
+const SALT_GRAIN_NAMES: &[&str] = &[
+    "cpu_flags",
+    "cpu_model",
+    "cpuarch",
+    "cwd",
+    "disks",
+    "dns",
+    "domain",
+    "efi",
+    "efi-secure-boot",
+    "fqdn",
+    "fqdn_ip4",
+    "fqdn_ip6",
+    "fqdns",
+    "gid",
+    "gpus",
+    "groupname",
+    "host",
+    "hwaddr_interfaces",
+    "id",
+    "init",
+    "ip4_gw",
+    "ip4_interfaces",
+    "ip6_gw",
+    "ip6_interfaces",
+    "ip_gw",
+    "ip_interfaces",
+    "ipv4",
+    "ipv6",
+    "kernel",
+    "kernelparams",
+    "kernelrelease",
+    "kernelversion",
+    "locale_info",
+    "localhost",
+    "lsb_distrib_codename",
+    "lsb_distrib_id",
+    "lsb_distrib_release",
+    "machine_id",
+    "mem_total",
+    "nodename",
+    "num_cpus",
+    "num_gpus",
+    "os",
+    "os_family",
+    "osarch",
+    "oscodename",
+    "osfinger",
+    "osfullname",
+    "osmajorrelease",
+    "osrelease",
+    "osrelease_info",
+    "path",
+    "pid",
+    "ps",
+    "saltversion",
+    "saltversioninfo",
+    "server_id",
+    "shell",
+    "ssds",
+    "swap_total",
+    "systempath",
+    "transactional",
+    "uid",
+    "username",
+    "virtual",
+];
+
+#[test]
+fn the_host_has_every_grain_salt_has() {
+    let g = compute_grains("oracle", None);
+    let missing: Vec<&&str> = SALT_GRAIN_NAMES
+        .iter()
+        .filter(|k| g.get(**k).is_none())
+        .filter(|k| **k != "machine_id" || Path::new("/etc/machine-id").exists())
+        .filter(|k| !(k.starts_with("lsb_") && g["os_family"] != json!("Debian")))
+        .collect();
+    assert!(missing.is_empty(), "missing grains: {missing:?}");
+    // Shapes as Salt's, where this machine is known.
+    assert_eq!(g["server_id"], json!(1_382_249_759));
+    for key in ["ip4_gw", "ip6_gw"] {
+        assert!(
+            g[key].is_string() || g[key].is_boolean(),
+            "{key}: {}",
+            g[key]
+        );
+    }
+    assert!(g["ip_gw"].is_boolean());
+    let dns_keys: Vec<&String> = g["dns"]
+        .as_object()
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(
+        dns_keys,
+        [
+            "nameservers",
+            "ip4_nameservers",
+            "ip6_nameservers",
+            "sortlist",
+            "domain",
+            "search",
+            "options"
+        ]
+    );
+    let locale_keys: Vec<&String> = g["locale_info"]
+        .as_object()
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(
+        locale_keys,
+        [
+            "defaultlanguage",
+            "defaultencoding",
+            "detectedencoding",
+            "timezone"
+        ]
+    );
+    assert_eq!(
+        g["num_gpus"],
+        json!(g["gpus"].as_array().map_or(0, Vec::len))
+    );
+    assert!(g["kernelparams"].as_array().is_some_and(|p| {
+        p.iter()
+            .all(|kv| kv.as_array().is_some_and(|kv| kv.len() == 2))
+    }));
+}
+
+#[test]
+fn static_grains_order() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let file = tmp.path().join("grains");
+    std::fs::write(&file, "roles: [db]\nos: FromFile\nfile_only: 1\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let config = json!({"roles": ["web"]});
+    let statics = static_grains(Some(&file), config.as_object().unwrap_or(&Map::new()));
+    let g = compute_grains("labminion", Some(&statics));
+    // Computed < grains file < minion config.
+    assert_eq!(g["roles"], json!(["web"]));
+    assert_eq!(g["os"], json!("FromFile"));
+    assert_eq!(g["file_only"], json!(1));
+    assert_eq!(g["id"], json!("labminion"));
+    std::fs::write(&file, "- not a dict\n").unwrap_or_else(|e| panic!("{e}"));
+    assert!(load_grains_file(&file).is_empty());
+    assert!(load_grains_file(&tmp.path().join("absent")).is_empty());
 }

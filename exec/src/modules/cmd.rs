@@ -1,8 +1,10 @@
-//! Salt's `cmd` module: `cmd.run`, `cmd.run_all` and `cmd.retcode`, with Salt's parameters,
-//! defaults, environment, working directory, shell and timeout behaviour.
+//! Salt's `cmd` module: `cmd.run`, `run_all`, `run_stdout`, `run_stderr`, `retcode`, `shell`,
+//! `script`, `which` and `has_exec`, with Salt's parameters, defaults, environment, working
+//! directory, shell, `runas`/`group` and timeout behaviour.
 //!
-//! Not supported yet, and refused with an error rather than ignored: `runas`, `group`,
-//! `umask`, `template`, `use_vt=True`, `bg=True`. Windows-only parameters are ignored.
+//! Not supported yet, and refused with an error rather than ignored: `umask`, `template`,
+//! `use_vt=True`, `bg=True`, `salt://` script sources. `output_loglevel` only concerns
+//! logging, which saltq does not do for command output. Windows-only parameters are ignored.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -16,7 +18,10 @@ use serde_json::{Map, Value, json};
 use crate::error::ExecError;
 use crate::process::{self, Finished, Spawn};
 use crate::pyish::{fnmatch, py_int, py_repr, py_repr_str, py_str, shlex_split, truthy};
-use crate::spec::{Call, Function, Lit, Param};
+use crate::spec::{Call, Function, Param};
+use signatures::{
+    RETCODE_PARAMS, RUN_ALL_PARAMS, RUN_PARAMS, RUN_STDOUT_PARAMS, SCRIPT_PARAMS, SHELL_PARAMS,
+};
 
 /// The `cmd` module's functions.
 pub(crate) const FUNCTIONS: &[Function] = &[
@@ -28,107 +33,32 @@ pub(crate) const FUNCTIONS: &[Function] = &[
         .params(RUN_PARAMS)
         .kwargs()
         .doc(RUN_DOC),
+    Function::new("cmd.has_exec", handler!(has_exec))
+        .params(&[Param::req("cmd")])
+        .doc(HAS_EXEC_DOC),
     Function::new("cmd.run_all", handler!(run_all))
         .params(RUN_ALL_PARAMS)
         .kwargs()
         .doc(RUN_ALL_DOC),
-];
-
-const NONE: Lit = Lit::None;
-const FALSE: Lit = Lit::Bool(false);
-const TRUE: Lit = Lit::Bool(true);
-
-/// `cmd.run`'s signature in salt 3007.8.
-const RUN_PARAMS: &[Param] = &[
-    Param::req("cmd"),
-    Param::opt("cwd", NONE),
-    Param::opt("stdin", NONE),
-    Param::opt("runas", NONE),
-    Param::opt("group", NONE),
-    Param::opt("shell", NONE),
-    Param::opt("python_shell", NONE),
-    Param::opt("env", NONE),
-    Param::opt("clean_env", FALSE),
-    Param::opt("template", NONE),
-    Param::opt("rstrip", TRUE),
-    Param::opt("umask", NONE),
-    Param::opt("output_encoding", NONE),
-    Param::opt("output_loglevel", Lit::Str("debug")),
-    Param::opt("log_callback", NONE),
-    Param::opt("hide_output", FALSE),
-    Param::opt("timeout", NONE),
-    Param::opt("reset_system_locale", TRUE),
-    Param::opt("ignore_retcode", FALSE),
-    Param::opt("saltenv", NONE),
-    Param::opt("use_vt", FALSE),
-    Param::opt("redirect_stderr", TRUE),
-    Param::opt("bg", FALSE),
-    Param::opt("password", NONE),
-    Param::opt("encoded_cmd", FALSE),
-    Param::opt("raise_err", FALSE),
-    Param::opt("prepend_path", NONE),
-    Param::opt("success_retcodes", NONE),
-    Param::opt("success_stdout", NONE),
-    Param::opt("success_stderr", NONE),
-];
-
-/// `cmd.run_all`'s signature in salt 3007.8.
-const RUN_ALL_PARAMS: &[Param] = &[
-    Param::req("cmd"),
-    Param::opt("cwd", NONE),
-    Param::opt("stdin", NONE),
-    Param::opt("runas", NONE),
-    Param::opt("group", NONE),
-    Param::opt("shell", NONE),
-    Param::opt("python_shell", NONE),
-    Param::opt("env", NONE),
-    Param::opt("clean_env", FALSE),
-    Param::opt("template", NONE),
-    Param::opt("rstrip", TRUE),
-    Param::opt("umask", NONE),
-    Param::opt("output_encoding", NONE),
-    Param::opt("output_loglevel", Lit::Str("debug")),
-    Param::opt("log_callback", NONE),
-    Param::opt("hide_output", FALSE),
-    Param::opt("timeout", NONE),
-    Param::opt("reset_system_locale", TRUE),
-    Param::opt("ignore_retcode", FALSE),
-    Param::opt("saltenv", NONE),
-    Param::opt("use_vt", FALSE),
-    Param::opt("redirect_stderr", FALSE),
-    Param::opt("password", NONE),
-    Param::opt("encoded_cmd", FALSE),
-    Param::opt("prepend_path", NONE),
-    Param::opt("success_retcodes", NONE),
-    Param::opt("success_stdout", NONE),
-    Param::opt("success_stderr", NONE),
-];
-
-/// `cmd.retcode`'s signature in salt 3007.8.
-const RETCODE_PARAMS: &[Param] = &[
-    Param::req("cmd"),
-    Param::opt("cwd", NONE),
-    Param::opt("stdin", NONE),
-    Param::opt("runas", NONE),
-    Param::opt("group", NONE),
-    Param::opt("shell", NONE),
-    Param::opt("python_shell", NONE),
-    Param::opt("env", NONE),
-    Param::opt("clean_env", FALSE),
-    Param::opt("template", NONE),
-    Param::opt("umask", NONE),
-    Param::opt("output_encoding", NONE),
-    Param::opt("output_loglevel", Lit::Str("debug")),
-    Param::opt("log_callback", NONE),
-    Param::opt("timeout", NONE),
-    Param::opt("reset_system_locale", TRUE),
-    Param::opt("ignore_retcode", FALSE),
-    Param::opt("saltenv", NONE),
-    Param::opt("use_vt", FALSE),
-    Param::opt("password", NONE),
-    Param::opt("success_retcodes", NONE),
-    Param::opt("success_stdout", NONE),
-    Param::opt("success_stderr", NONE),
+    Function::new("cmd.run_stderr", handler!(run_stderr))
+        .params(RUN_STDOUT_PARAMS)
+        .kwargs()
+        .doc(RUN_STDERR_DOC),
+    Function::new("cmd.run_stdout", handler!(run_stdout))
+        .params(RUN_STDOUT_PARAMS)
+        .kwargs()
+        .doc(RUN_STDOUT_DOC),
+    Function::new("cmd.script", handler!(script))
+        .params(SCRIPT_PARAMS)
+        .kwargs()
+        .doc(SCRIPT_DOC),
+    Function::new("cmd.shell", handler!(shell))
+        .params(SHELL_PARAMS)
+        .kwargs()
+        .doc(SHELL_DOC),
+    Function::new("cmd.which", handler!(which))
+        .params(&[Param::req("cmd")])
+        .doc(WHICH_DOC),
 ];
 
 /// The `LC_*` variables Salt sets to `C` (unless given) so that it can parse English output.
@@ -174,8 +104,8 @@ struct Ran {
 
 /// Salt's `_run`: prepares and runs the command, sets the job's retcode, and returns the
 /// command's pid, exit code and decoded output.
-async fn execute(call: &Call, merge_stderr: bool) -> Result<Ran, ExecError> {
-    for name in ["runas", "group", "umask", "template"] {
+async fn execute(call: &Call, cmd: &Value, mode: Mode) -> Result<Ran, ExecError> {
+    for name in ["umask", "template"] {
         if setting(call, name).is_some() {
             return Err(ExecError::execution(format!(
                 "saltq does not support the {name} argument of {} yet",
@@ -192,10 +122,12 @@ async fn execute(call: &Call, merge_stderr: bool) -> Result<Ran, ExecError> {
         }
     }
 
-    let (python_shell, shell) = shell_choice(call);
-    let cwd = match setting(call, "cwd") {
-        Some(v) => py_str(v),
-        None => default_cwd(),
+    let identity = run_as(call)?;
+    let (python_shell, shell) = shell_choice(call, mode.force_shell);
+    let cwd = match (setting(call, "cwd"), &identity) {
+        (Some(v), _) => py_str(v),
+        (None, Some(id)) if id.user.is_some() => id.home.clone(),
+        (None, _) => default_cwd(),
     };
     if let Some(shell) = &shell
         && !is_executable_file(Path::new(shell))
@@ -204,9 +136,8 @@ async fn execute(call: &Call, merge_stderr: bool) -> Result<Ran, ExecError> {
             "The shell {shell} is not available"
         )));
     }
-    let cmd = call.arg("cmd");
     check_permitted(call, cmd)?;
-    let env = build_env(call);
+    let env = build_env(call, identity.as_ref());
     let cwd_path = PathBuf::from(&cwd);
     if !cwd_path.is_absolute() || !cwd_path.is_dir() {
         return Err(ExecError::execution(format!(
@@ -272,8 +203,10 @@ async fn execute(call: &Call, merge_stderr: bool) -> Result<Ran, ExecError> {
         cwd: cwd_path,
         env,
         stdin,
-        merge_stderr,
+        merge_stderr: mode.merge_stderr,
         timeout,
+        uid: identity.as_ref().and_then(|id| id.uid),
+        gid: identity.as_ref().and_then(|id| id.gid),
     };
     let finished = process::run(&spec, &call.ctx.processes)
         .await
@@ -337,10 +270,82 @@ async fn execute(call: &Call, merge_stderr: bool) -> Result<Ran, ExecError> {
     Ok(ran)
 }
 
+/// How a public function runs its command.
+#[derive(Debug, Clone, Copy, Default)]
+struct Mode {
+    /// Send stderr into stdout.
+    merge_stderr: bool,
+    /// Always through the shell (`cmd.shell`), whatever `python_shell` says.
+    force_shell: bool,
+}
+
+/// Who a `runas`/`group` command runs as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Identity {
+    /// The user's name, when `runas` is given.
+    user: Option<String>,
+    /// The uid to switch to (unset: the minion's).
+    uid: Option<u32>,
+    /// The gid to switch to (unset: the minion's).
+    gid: Option<u32>,
+    /// The user's home directory: the default cwd and `$HOME`.
+    home: String,
+}
+
+/// Resolves `runas` and `group`. Switching user needs the minion to run as root; asking for
+/// the user the minion already runs as changes nothing. Supplementary groups are dropped
+/// (only the primary group, or `group`, is kept).
+fn run_as(call: &Call) -> Result<Option<Identity>, ExecError> {
+    let runas = setting(call, "runas").map(py_str).filter(|s| !s.is_empty());
+    let group = setting(call, "group").map(py_str).filter(|s| !s.is_empty());
+    if runas.is_none() && group.is_none() {
+        return Ok(None);
+    }
+    let me = nix::unistd::Uid::current();
+    let mut id = Identity {
+        user: None,
+        uid: None,
+        gid: None,
+        home: default_cwd(),
+    };
+    if let Some(name) = &runas {
+        let user = nix::unistd::User::from_name(name)
+            .ok()
+            .flatten()
+            .ok_or_else(|| ExecError::execution(format!("User '{name}' is not available")))?;
+        if user.uid != me {
+            id.uid = Some(user.uid.as_raw());
+            id.gid = Some(user.gid.as_raw());
+        }
+        id.home = user.dir.display().to_string();
+        id.user = Some(user.name);
+    }
+    if let Some(name) = &group {
+        let found = nix::unistd::Group::from_name(name)
+            .ok()
+            .flatten()
+            .ok_or_else(|| ExecError::execution(format!("Group '{name}' is not available")))?;
+        if found.gid != nix::unistd::Gid::current() || id.uid.is_some() {
+            id.gid = Some(found.gid.as_raw());
+        }
+    }
+    if (id.uid.is_some() || id.gid.is_some()) && !me.is_root() {
+        let who = nix::unistd::User::from_uid(me)
+            .ok()
+            .flatten()
+            .map_or_else(|| me.to_string(), |u| u.name);
+        return Err(ExecError::execution(format!(
+            "runas and group need the minion to run as root; it runs as {who}"
+        )));
+    }
+    Ok(Some(id))
+}
+
 /// Salt's `_python_shell_default` and shell choice: `(python_shell, shell to run it with)`.
-fn shell_choice(call: &Call) -> (bool, Option<String>) {
+fn shell_choice(call: &Call, force_shell: bool) -> (bool, Option<String>) {
     let explicit_shell = setting(call, "shell").map(py_str).filter(|s| !s.is_empty());
     let python_shell = match setting(call, "python_shell") {
+        _ if force_shell => true,
         Some(v) => truthy(v),
         None if explicit_shell.is_some() => true,
         None => call.ctx.opt("cmd_safe") == Some(&Value::Bool(false)),
@@ -402,7 +407,7 @@ fn check_permitted(call: &Call, cmd: &Value) -> Result<(), ExecError> {
 /// of one-key dicts), the `C` locale unless `reset_system_locale=False`, on top of the
 /// minion's own environment unless `clean_env`, `prepend_path` in front of `PATH`, and no
 /// `NOTIFY_SOCKET` unless asked for.
-fn build_env(call: &Call) -> Vec<(OsString, OsString)> {
+fn build_env(call: &Call, identity: Option<&Identity>) -> Vec<(OsString, OsString)> {
     let mut env: Map<String, Value> = match setting(call, "env") {
         Some(Value::Object(m)) => m.clone(),
         Some(Value::Array(items)) => items
@@ -422,6 +427,18 @@ fn build_env(call: &Call) -> Vec<(OsString, OsString)> {
     } else {
         std::env::vars_os().collect()
     };
+    if let Some(Identity {
+        user: Some(user),
+        home,
+        ..
+    }) = identity
+    {
+        for var in ["USER", "LOGNAME"] {
+            env.entry(var).or_insert_with(|| Value::from(user.as_str()));
+        }
+        env.entry("HOME")
+            .or_insert_with(|| Value::from(home.as_str()));
+    }
     let notify_given = env.contains_key("NOTIFY_SOCKET");
     for (key, value) in &env {
         run_env.insert(key.into(), py_str(value).into());
@@ -527,8 +544,15 @@ macro_rules! shared_params_doc {
 
 :param list success_stderr: Strings whose presence in stderr counts as success.
 
-``runas``, ``group``, ``umask``, ``template``, ``use_vt`` and ``bg`` are not supported by saltq
-yet.
+:param str runas: The user to run the command as (the minion must run as root). The command
+    gets the user's uid, primary gid, ``$HOME``, ``$USER`` and ``$LOGNAME``, and starts in the
+    user's home unless ``cwd`` is given. Supplementary groups are not set.
+
+:param str group: The group to run the command as (the minion must run as root).
+
+:param str output_loglevel: Accepted for compatibility: saltq does not log command output.
+
+``umask``, ``template``, ``use_vt`` and ``bg`` are not supported by saltq yet.
 "
     };
 }
@@ -564,7 +588,11 @@ CLI Example:
 );
 
 async fn run(call: Call) -> Result<Value, ExecError> {
-    let ran = execute(&call, flag(&call, "redirect_stderr", true)).await?;
+    let mode = Mode {
+        merge_stderr: flag(&call, "redirect_stderr", true),
+        ..Mode::default()
+    };
+    let ran = execute(&call, call.arg("cmd"), mode).await?;
     let hide = flag(&call, "hide_output", false);
     if !ran.timed_out
         && ran.retcode != 0
@@ -602,7 +630,11 @@ CLI Example:
 );
 
 async fn run_all(call: Call) -> Result<Value, ExecError> {
-    let ran = execute(&call, flag(&call, "redirect_stderr", false)).await?;
+    let mode = Mode {
+        merge_stderr: flag(&call, "redirect_stderr", false),
+        ..Mode::default()
+    };
+    let ran = execute(&call, call.arg("cmd"), mode).await?;
     let hide = flag(&call, "hide_output", false);
     let (stdout, stderr) = if hide {
         (String::new(), String::new())
@@ -634,9 +666,268 @@ CLI Example:
 );
 
 async fn retcode(call: Call) -> Result<Value, ExecError> {
-    let ran = execute(&call, true).await?;
+    let mode = Mode {
+        merge_stderr: true,
+        ..Mode::default()
+    };
+    let ran = execute(&call, call.arg("cmd"), mode).await?;
     Ok(Value::from(ran.retcode))
 }
+
+/// `cmd.run_stdout` and `cmd.run_stderr`: the command's stdout or stderr, separately.
+async fn one_stream(call: &Call, stdout: bool) -> Result<Value, ExecError> {
+    let ran = execute(call, call.arg("cmd"), Mode::default()).await?;
+    if flag(call, "hide_output", false) {
+        return Ok(Value::from(""));
+    }
+    Ok(Value::String(if stdout { ran.stdout } else { ran.stderr }))
+}
+
+const RUN_STDOUT_DOC: &str = concat!(
+    "Run a command and return only its standard output, trailing whitespace
+stripped unless ``rstrip=False``. A non-zero exit code becomes the job's retcode.
+
+",
+    shared_params_doc!(),
+    "
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' cmd.run_stdout \"ls -l | awk '/foo/{print \\\\$2}'\" python_shell=True
+"
+);
+
+async fn run_stdout(call: Call) -> Result<Value, ExecError> {
+    one_stream(&call, true).await
+}
+
+const RUN_STDERR_DOC: &str = concat!(
+    "Run a command and return only its standard error, trailing whitespace
+stripped unless ``rstrip=False``. A non-zero exit code becomes the job's retcode.
+
+",
+    shared_params_doc!(),
+    "
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' cmd.run_stderr \"ls -l | awk '/foo/{print \\\\$2}'\" python_shell=True
+"
+);
+
+async fn run_stderr(call: Call) -> Result<Value, ExecError> {
+    one_stream(&call, false).await
+}
+
+const SHELL_DOC: &str = concat!(
+    "Run a command through the shell (``python_shell=True`` always) and return
+its output as ``cmd.run`` does: pipes, redirection, variables and globbing all work. The
+shell is ``shell``, else the minion's ``$SHELL``, else ``/bin/sh``.
+
+",
+    shared_params_doc!(),
+    "
+.. warning::
+    The shell accepts any input, including ``good_command; rm -rf /``: sanitize what you pass.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' cmd.shell \"ls -l | awk '/foo/{print \\\\$2}'\"
+    salt '*' cmd.shell 'echo $HOME' runas=nobody
+"
+);
+
+async fn shell(call: Call) -> Result<Value, ExecError> {
+    let mode = Mode {
+        merge_stderr: true,
+        force_shell: true,
+    };
+    let ran = execute(&call, call.arg("cmd"), mode).await?;
+    Ok(Value::String(if flag(&call, "hide_output", false) {
+        String::new()
+    } else {
+        ran.stdout
+    }))
+}
+
+const SCRIPT_DOC: &str = concat!(
+    "Copy a script file to a temporary file (in ``cwd`` when given) and run it
+with ``args``, then remove it. Returns the dict ``cmd.run_all`` returns. A missing source
+gives ``{pid: 0, retcode: 1, stdout: '', stderr: '', cache_error: True}``, as in Salt.
+
+:param str source: The script's path on the minion (``file://`` allowed). ``salt://``
+    sources are not supported by saltq yet.
+
+:param args: Arguments: a list, each one its own argument, or a string, passed as one
+    argument.
+
+",
+    shared_params_doc!(),
+    "
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' cmd.script /srv/scripts/runme.sh
+    salt '*' cmd.script /srv/scripts/runme.sh args='[\"-a\", \"b c\"]'
+"
+);
+
+/// Removes the script's temporary copy when the job is done with it (or dropped).
+struct TempScript(PathBuf);
+
+impl Drop for TempScript {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Copies the script to a fresh private file (mode 0500, owned by `runas`) in `dir`.
+fn stage_script(source: &Path, dir: &Path, uid: Option<u32>) -> io::Result<TempScript> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let ext = source
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    let contents = std::fs::read(source)?;
+    for attempt in 0..100u32 {
+        let nonce: u64 = rand::random();
+        let path = dir.join(format!("__salt.tmp.{nonce:016x}{ext}"));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path);
+        match file {
+            Ok(mut f) => {
+                let staged = TempScript(path);
+                io::Write::write_all(&mut f, &contents)?;
+                drop(f);
+                std::fs::set_permissions(&staged.0, std::fs::Permissions::from_mode(0o500))?;
+                if let Some(uid) = uid {
+                    std::os::unix::fs::chown(&staged.0, Some(uid), None)?;
+                }
+                return Ok(staged);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 99 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other("no free temporary file name"))
+}
+
+async fn script(call: Call) -> Result<Value, ExecError> {
+    let source = py_str(call.arg("source"));
+    if source.starts_with("salt://") {
+        return Err(ExecError::execution(format!(
+            "saltq does not support salt:// script sources yet: {source}"
+        )));
+    }
+    let path = PathBuf::from(source.strip_prefix("file://").unwrap_or(&source));
+    let dir = setting(&call, "cwd").map_or_else(std::env::temp_dir, |v| PathBuf::from(py_str(v)));
+    let uid = run_as(&call)?.and_then(|id| id.uid);
+    let staged = match stage_script(&path, &dir, uid) {
+        Ok(staged) => staged,
+        Err(e) if e.kind() == io::ErrorKind::NotFound && path.exists() => {
+            return Err(ExecError::execution(format!(
+                "Specified cwd '{}' either not absolute or does not exist",
+                dir.display()
+            )));
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            // Salt leaves the job's retcode at 0 here; saltq reports the failure.
+            call.set_retcode(1);
+            return Ok(
+                json!({"pid": 0, "retcode": 1, "stdout": "", "stderr": "", "cache_error": true}),
+            );
+        }
+        Err(e) => {
+            return Err(ExecError::execution(format!(
+                "Unable to stage script {}: {e}",
+                path.display()
+            )));
+        }
+    };
+    let mut cmd = vec![Value::from(staged.0.display().to_string())];
+    match call.arg("args") {
+        Value::Null => {}
+        Value::Array(items) => cmd.extend(items.iter().map(|v| Value::from(py_str(v)))),
+        other => cmd.push(Value::from(py_str(other))),
+    }
+    let ran = execute(&call, &Value::Array(cmd), Mode::default()).await?;
+    drop(staged);
+    let (stdout, stderr) = if flag(&call, "hide_output", false) {
+        (String::new(), String::new())
+    } else {
+        (ran.stdout, ran.stderr)
+    };
+    Ok(json!({"pid": ran.pid, "retcode": ran.retcode, "stdout": stdout, "stderr": stderr}))
+}
+
+const WHICH_DOC: &str = "Return the path of an executable available on the minion, or ``None``
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' cmd.which cat
+";
+
+/// Salt's `salt.utils.path.which`: `cmd` itself when it is an executable file, else the
+/// first executable `dir/cmd` on `$PATH` and the usual system directories.
+pub(crate) fn which_path(cmd: &str) -> Option<String> {
+    if cmd.is_empty() {
+        return None;
+    }
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file())
+            && nix::unistd::access(p, nix::unistd::AccessFlags::X_OK).is_ok()
+    };
+    if executable(Path::new(cmd)) {
+        return Some(cmd.to_owned());
+    }
+    let path = std::env::var("PATH").unwrap_or_default();
+    let mut dirs: Vec<&str> = path.split(':').collect();
+    for extra in [
+        "/sbin",
+        "/bin",
+        "/usr/sbin",
+        "/usr/bin",
+        "/usr/local/sbin",
+        "/usr/local/bin",
+    ] {
+        if !dirs.contains(&extra) {
+            dirs.push(extra);
+        }
+    }
+    dirs.iter()
+        .map(|dir| Path::new(dir).join(cmd))
+        .find(|p| executable(p))
+        .map(|p| p.display().to_string())
+}
+
+async fn which(call: Call) -> Result<Value, ExecError> {
+    Ok(which_path(&py_str(call.arg("cmd"))).map_or(Value::Null, Value::String))
+}
+
+const HAS_EXEC_DOC: &str = "Return ``True`` if the executable is available on the minion
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' cmd.has_exec cat
+";
+
+async fn has_exec(call: Call) -> Result<Value, ExecError> {
+    Ok(Value::Bool(which_path(&py_str(call.arg("cmd"))).is_some()))
+}
+
+mod signatures;
 
 #[cfg(test)]
 mod tests;

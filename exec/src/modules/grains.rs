@@ -1,9 +1,13 @@
-//! Salt's `grains` module: reads the minion's grains.
+//! Salt's `grains` module: reads the minion's grains, and sets grains in the minion's grains
+//! file (the `grains_file` option, YAML as Salt's `/etc/salt/grains`). A change is made in
+//! memory at once and the minion is asked to recompute and re-send its grains.
+
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
 use crate::error::ExecError;
-use crate::pyish::{is_true, py_str, traverse};
+use crate::pyish::{is_true, py_repr, py_str, traverse, truthy};
 use crate::spec::{Call, Function, Lit, Param};
 
 /// The `grains` module's functions.
@@ -26,6 +30,32 @@ pub(crate) const FUNCTIONS: &[Function] = &[
         .outputter("nested")
         .doc(ITEMS_DOC),
     Function::new("grains.ls", handler!(ls)).doc(LS_DOC),
+    Function::new("grains.append", handler!(append))
+        .params(&[
+            Param::req("key"),
+            Param::req("val"),
+            Param::opt("convert", Lit::Bool(false)),
+            Param::opt("delimiter", Lit::Str(":")),
+        ])
+        .doc(APPEND_DOC),
+    Function::new("grains.delval", handler!(delval))
+        .params(&[
+            Param::req("key"),
+            Param::opt("destructive", Lit::Bool(false)),
+            Param::opt("force", Lit::Bool(false)),
+        ])
+        .doc(DELVAL_DOC),
+    Function::new("grains.has_value", handler!(has_value))
+        .params(&[Param::req("key")])
+        .doc(HAS_VALUE_DOC),
+    Function::new("grains.setval", handler!(setval))
+        .params(&[
+            Param::req("key"),
+            Param::req("val"),
+            Param::opt("destructive", Lit::Bool(false)),
+            Param::opt("refresh_pillar", Lit::Bool(true)),
+        ])
+        .doc(SETVAL_DOC),
 ];
 
 /// Grains whose values `sanitize=True` masks, and how (Salt's `_SANITIZERS`).
@@ -168,6 +198,300 @@ async fn ls(call: Call) -> Result<Value, ExecError> {
     Ok(keys.into_iter().map(Value::String).collect())
 }
 
+const HAS_VALUE_DOC: &str = "Return ``True`` if the grain exists (whatever its value, ``None``
+included). Nested keys are separated by ``:``.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' grains.has_value pkg:apache
+";
+
+async fn has_value(call: Call) -> Result<Value, ExecError> {
+    let key = py_str(call.arg("key"));
+    Ok(Value::Bool(
+        traverse(&call.ctx.grains(), &key, ":").is_some(),
+    ))
+}
+
+/// The grains file: the `grains_file` option.
+fn grains_file(call: &Call) -> Result<PathBuf, ExecError> {
+    call.ctx
+        .opt("grains_file")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .ok_or_else(|| ExecError::execution("the minion has no grains_file to write grains to"))
+}
+
+/// Reads the grains file for an update: `{}` when absent or not a dict, Salt's message when
+/// it is not YAML.
+fn read_for_update(path: &Path) -> Result<Map<String, Value>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Map::new()),
+        Err(e) => return Err(format!("Unable to read existing grains file: {e}")),
+    };
+    match serde_yaml_ng::from_str::<Value>(&text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Ok(Map::new()),
+        Err(e) => Err(format!("Unable to read existing grains file: {e}")),
+    }
+}
+
+/// A copy of `v` with every dict's keys sorted, as PyYAML's `safe_dump` writes them.
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), sorted(&m[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Writes the grains file as YAML through a temporary file renamed into place.
+fn write_grains_file(path: &Path, grains: &Map<String, Value>) -> Result<(), ExecError> {
+    let fail = |e: &dyn std::fmt::Display| {
+        ExecError::execution(format!(
+            "Unable to write to grains file at {}: {e}",
+            path.display()
+        ))
+    };
+    let text =
+        serde_yaml_ng::to_string(&sorted(&Value::Object(grains.clone()))).map_err(|e| fail(&e))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
+    }
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            fail(&e)
+        })
+}
+
+/// Salt's `grains.setvals`: sets (or with `destructive`, removes for a `None` value) each
+/// grain in the grains file and in memory, then asks the minion to refresh its grains.
+/// Returns the grains given, or Salt's message when the file cannot be read.
+fn setvals(
+    call: &Call,
+    new: Map<String, Value>,
+    destructive: bool,
+    refresh_pillar: bool,
+) -> Result<Value, ExecError> {
+    let path = grains_file(call)?;
+    let mut file = match read_for_update(&path) {
+        Ok(file) => file,
+        Err(msg) => return Ok(Value::String(msg)),
+    };
+    {
+        let mut grains = call
+            .ctx
+            .grains
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (key, val) in &new {
+            if val.is_null() && destructive {
+                file.remove(key);
+                if let Some(m) = grains.as_object_mut() {
+                    m.remove(key);
+                }
+            } else {
+                file.insert(key.clone(), val.clone());
+                if let Some(m) = grains.as_object_mut() {
+                    m.insert(key.clone(), val.clone());
+                }
+            }
+        }
+    }
+    write_grains_file(&path, &file)?;
+    call.ctx.jobs.refresh_grains();
+    if refresh_pillar {
+        call.ctx.jobs.refresh_pillar();
+    }
+    Ok(Value::Object(new))
+}
+
+const SETVAL_DOC: &str =
+    "Set a grain in the minion's grains file (the ``grains_file`` option) and in
+memory, then have the minion re-send its grains. Returns ``{key: val}``.
+
+With ``destructive=True`` a ``None`` value removes the grain. ``refresh_pillar=False`` keeps
+the pillar as it is. Grains set in the minion config override the grains file.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' grains.setval key val
+    salt '*' grains.setval key \"{'sub-key': 'val', 'sub-key2': 'val2'}\"
+";
+
+async fn setval(call: Call) -> Result<Value, ExecError> {
+    let mut new = Map::new();
+    new.insert(py_str(call.arg("key")), call.arg("val").clone());
+    setvals(
+        &call,
+        new,
+        truthy(call.arg("destructive")),
+        truthy(call.arg("refresh_pillar")),
+    )
+}
+
+const APPEND_DOC: &str = "Append a value to a list grain in the grains file (creating the list when
+the grain does not exist). A list value appends each of its items. Nested keys are
+separated by ``delimiter``.
+
+:param convert: Turn a grain that is not a list into a list holding it, then append.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' grains.append key val
+    salt '*' grains.append roles webserver convert=True
+";
+
+async fn append(call: Call) -> Result<Value, ExecError> {
+    let mut key = py_str(call.arg("key"));
+    let delimiter = py_str(call.arg("delimiter"));
+    let val = call.arg("val").clone();
+    let grains = call.ctx.grains();
+    let mut current = traverse(&grains, &key, &delimiter)
+        .cloned()
+        .unwrap_or_else(|| Value::Array(Vec::new()));
+    if truthy(call.arg("convert")) && !current.is_array() {
+        current = Value::Array(if current.is_null() {
+            Vec::new()
+        } else {
+            vec![current]
+        });
+    }
+    let Value::Array(mut list) = current else {
+        return Ok(Value::String(format!("The key {key} is not a valid list")));
+    };
+    if list.contains(&val) {
+        return Ok(Value::String(format!(
+            "The val {} was already in the list {key}",
+            py_str(&val)
+        )));
+    }
+    match val {
+        Value::Array(items) => list.extend(items),
+        other => list.push(other),
+    }
+    let mut value = Value::Array(list);
+    while let Some((parent, rest)) = key.rsplit_once(delimiter.as_str()) {
+        let mut outer = match traverse(&grains, parent, &delimiter) {
+            Some(Value::Object(m)) => Value::Object(m.clone()),
+            Some(other) => other.clone(),
+            None => Value::Object(Map::new()),
+        };
+        if let Some(m) = outer.as_object_mut() {
+            m.insert(rest.to_owned(), value);
+        }
+        value = outer;
+        key = parent.to_owned();
+    }
+    let mut new = Map::new();
+    new.insert(key, value);
+    setvals(&call, new, false, true)
+}
+
+const DELVAL_DOC: &str = "Set a grain to ``None`` in the grains file, or with ``destructive=True``
+remove it. A dict or list grain is left alone unless ``force=True``. Returns
+``{comment, changes, result}``.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' grains.delval key
+    salt '*' grains.delval key destructive=True
+";
+
+async fn delval(call: Call) -> Result<Value, ExecError> {
+    set_none(
+        &call,
+        &py_str(call.arg("key")),
+        truthy(call.arg("force")),
+        truthy(call.arg("destructive")),
+    )
+}
+
+/// Salt's `grains.set(key, None, force, destructive)` for a top-level or nested key.
+fn set_none(call: &Call, key: &str, force: bool, destructive: bool) -> Result<Value, ExecError> {
+    let answer = |comment: String, changes: Value, result: bool| serde_json::json!({"comment": comment, "changes": changes, "result": result});
+    let grains = call.ctx.grains();
+    let existing = traverse(&grains, key, ":");
+    if existing.is_some_and(Value::is_null) && !destructive {
+        return Ok(answer(
+            "Grain is already set".into(),
+            serde_json::json!({}),
+            true,
+        ));
+    }
+    if let Some(v) = existing
+        && (v.is_object() || v.is_array())
+        && !force
+    {
+        return Ok(answer(
+            format!(
+                "The key '{key}' exists but is a dict or a list. Use 'force=True' to overwrite."
+            ),
+            serde_json::json!({}),
+            false,
+        ));
+    }
+    let mut key = key.to_owned();
+    let mut value = Value::Null;
+    while let Some((parent, rest)) = key.clone().rsplit_once(':') {
+        let mut outer = traverse(&grains, parent, ":")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        match &mut outer {
+            Value::Object(m) if value.is_null() && destructive => {
+                m.remove(rest);
+            }
+            Value::Object(m) => {
+                m.insert(rest.to_owned(), value);
+            }
+            other if force || py_str(other) == rest => {
+                let mut m = Map::new();
+                m.insert(rest.to_owned(), value);
+                *other = Value::Object(m);
+            }
+            other => {
+                return Ok(answer(
+                    format!(
+                        "The key '{parent}' value is '{}', which is different from the provided key '{rest}'. Use 'force=True' to overwrite.",
+                        py_repr(other).trim_matches('\'')
+                    ),
+                    serde_json::json!({}),
+                    false,
+                ));
+            }
+        }
+        value = outer;
+        key = parent.to_owned();
+    }
+    let mut new = Map::new();
+    new.insert(key, value);
+    match setvals(call, new, destructive, true)? {
+        Value::String(msg) => Ok(answer(msg, serde_json::json!({}), false)),
+        changes => Ok(answer(String::new(), changes, true)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -249,6 +573,147 @@ mod tests {
         assert_eq!(
             out.ret,
             json!(["dns", "domain", "fqdn", "host", "id", "os", "roles"])
+        );
+    }
+
+    /// A minion that counts the grain refreshes it is asked for.
+    #[derive(Default)]
+    struct Refreshes(std::sync::atomic::AtomicUsize);
+
+    impl crate::context::JobControl for Refreshes {
+        fn running(&self) -> Vec<serde_json::Value> {
+            Vec::new()
+        }
+        fn signal_job(&self, _jid: &str, _signal: i32) -> serde_json::Value {
+            json!("")
+        }
+        fn refresh_grains(&self) -> bool {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            true
+        }
+        fn refresh_pillar(&self) -> bool {
+            true
+        }
+    }
+
+    #[tokio::test]
+    async fn setting_grains_matches_salt() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let file = tmp.path().join("conf/grains");
+        let refreshes = std::sync::Arc::new(Refreshes::default());
+        let mut c = crate::testutil::ctx();
+        c.opts = std::sync::Arc::new(json!({"grains_file": file.display().to_string()}));
+        c.jobs = refreshes.clone();
+        // (function, args, kwargs, return) in the order they were run with salt-call on
+        // salt 3007.8, each answer as Salt gave it.
+        let cases = [
+            (
+                "grains.setval",
+                json!(["foo", "bar"]),
+                json!({}),
+                json!({"foo": "bar"}),
+            ),
+            (
+                "grains.setval",
+                json!(["roles", ["a", "b"]]),
+                json!({}),
+                json!({"roles": ["a", "b"]}),
+            ),
+            (
+                "grains.append",
+                json!(["roles", "c"]),
+                json!({}),
+                json!({"roles": ["a", "b", "c"]}),
+            ),
+            (
+                "grains.append",
+                json!(["roles", "c"]),
+                json!({}),
+                json!("The val c was already in the list roles"),
+            ),
+            (
+                "grains.append",
+                json!(["foo", "x"]),
+                json!({}),
+                json!("The key foo is not a valid list"),
+            ),
+            (
+                "grains.append",
+                json!(["newlist", "x"]),
+                json!({}),
+                json!({"newlist": ["x"]}),
+            ),
+            ("grains.has_value", json!(["foo"]), json!({}), json!(true)),
+            ("grains.has_value", json!(["nope"]), json!({}), json!(false)),
+            (
+                "grains.delval",
+                json!(["foo"]),
+                json!({}),
+                json!({"comment": "", "changes": {"foo": null}, "result": true}),
+            ),
+            ("grains.has_value", json!(["foo"]), json!({}), json!(true)),
+            (
+                "grains.delval",
+                json!(["roles"]),
+                json!({"destructive": true}),
+                json!({"comment": "The key 'roles' exists but is a dict or a list. Use 'force=True' to overwrite.", "changes": {}, "result": false}),
+            ),
+            (
+                "grains.append",
+                json!(["a:b:c", "x"]),
+                json!({}),
+                json!({"a": {"b": {"c": ["x"]}}}),
+            ),
+            (
+                "grains.setval",
+                json!(["num", 1]),
+                json!({}),
+                json!({"num": 1}),
+            ),
+            (
+                "grains.append",
+                json!(["num", 2]),
+                json!({"convert": true}),
+                json!({"num": [1, 2]}),
+            ),
+            (
+                "grains.delval",
+                json!(["newlist"]),
+                json!({"destructive": true, "force": true}),
+                json!({"comment": "", "changes": {"newlist": null}, "result": true}),
+            ),
+            (
+                "grains.delval",
+                json!(["foo"]),
+                json!({"destructive": true}),
+                json!({"comment": "", "changes": {"foo": null}, "result": true}),
+            ),
+        ];
+        for (fun, args, kwargs, want) in cases {
+            let out = crate::testutil::run_in(&c, fun, args.clone(), kwargs.clone()).await;
+            assert_eq!(out.ret, want, "{fun} {args} {kwargs}");
+        }
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        assert_eq!(
+            text,
+            "a:\n  b:\n    c:\n    - x\nnum:\n- 1\n- 2\nroles:\n- a\n- b\n- c\n"
+        );
+        assert_eq!(crate::load_grains_file(&file)["num"], json!([1, 2]));
+        // In memory at once, and the minion was asked to re-send its grains on each change.
+        assert_eq!(c.grains()["roles"], json!(["a", "b", "c"]));
+        assert!(c.grains().get("foo").is_none());
+        assert_eq!(refreshes.0.load(std::sync::atomic::Ordering::Relaxed), 10);
+
+        let out = crate::testutil::run_in(
+            &crate::testutil::ctx(),
+            "grains.setval",
+            json!(["k", 1]),
+            json!({}),
+        )
+        .await;
+        assert_eq!(
+            out.ret,
+            json!("ERROR: the minion has no grains_file to write grains to")
         );
     }
 

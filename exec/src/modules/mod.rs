@@ -12,19 +12,80 @@ macro_rules! handler {
     };
 }
 
+/// Runs a helper command for a module function, in the job's process groups: its output,
+/// or Salt's "command not found" error naming the program.
+pub(crate) async fn run_cmd(
+    call: &crate::spec::Call,
+    argv: &[&str],
+) -> Result<crate::process::Output, crate::error::ExecError> {
+    run_cmd_stdin(call, argv, None).await
+}
+
+/// [`run_cmd`] with bytes on the command's stdin.
+pub(crate) async fn run_cmd_stdin(
+    call: &crate::spec::Call,
+    argv: &[&str],
+    stdin: Option<&[u8]>,
+) -> Result<crate::process::Output, crate::error::ExecError> {
+    run_cmd_env(call, argv, stdin, &[]).await
+}
+
+/// [`run_cmd`] with stdin and extra environment variables.
+pub(crate) async fn run_cmd_env(
+    call: &crate::spec::Call,
+    argv: &[&str],
+    stdin: Option<&[u8]>,
+    env: &[(&str, &str)],
+) -> Result<crate::process::Output, crate::error::ExecError> {
+    crate::process::output(argv, stdin, env, &call.ctx.processes)
+        .await
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => crate::error::ExecError::CommandNotFound(
+                argv.first().copied().unwrap_or("").to_owned(),
+            ),
+            _ => {
+                crate::error::ExecError::execution(format!("failed to run {}: {e}", argv.join(" ")))
+            }
+        })
+}
+
 pub(crate) mod cmd;
+pub(crate) mod config;
+pub(crate) mod cron;
+pub(crate) mod disk;
+pub(crate) mod event;
+pub(crate) mod file;
 pub(crate) mod grains;
+pub(crate) mod group;
+pub(crate) mod network;
 pub(crate) mod pillar;
+pub(crate) mod pkg;
 pub(crate) mod saltutil;
+pub(crate) mod service;
+pub(crate) mod status;
 pub(crate) mod sys;
+pub(crate) mod sysctl;
 pub(crate) mod test;
+pub(crate) mod user;
 
 /// Every module's functions.
 pub(crate) const MODULES: &[&[Function]] = &[
     cmd::FUNCTIONS,
+    config::FUNCTIONS,
+    cron::FUNCTIONS,
+    disk::FUNCTIONS,
+    event::FUNCTIONS,
+    file::FUNCTIONS,
     grains::FUNCTIONS,
+    group::FUNCTIONS,
+    network::FUNCTIONS,
     pillar::FUNCTIONS,
+    pkg::FUNCTIONS,
     saltutil::FUNCTIONS,
+    service::FUNCTIONS,
+    status::FUNCTIONS,
     sys::FUNCTIONS,
+    sysctl::FUNCTIONS,
     test::FUNCTIONS,
+    user::FUNCTIONS,
 ];

@@ -32,6 +32,12 @@ pub(crate) const FUNCTIONS: &[Function] = &[
             Param::opt("saltenv", Lit::None).kwonly(),
         ])
         .doc(ITEM_DOC),
+    Function::new("pillar.keys", handler!(keys))
+        .params(&[Param::req("key"), Param::opt("delimiter", Lit::Str(":"))])
+        .doc(KEYS_DOC),
+    Function::new("pillar.raw", handler!(raw))
+        .params(&[Param::opt("key", Lit::None)])
+        .doc(RAW_DOC),
     Function::new("pillar.items", handler!(items))
         .varargs()
         .params(&[
@@ -104,7 +110,11 @@ async fn get(call: Call) -> Result<Value, ExecError> {
 
 /// Salt's `dictupdate.update(dest, upd, merge_lists)`: nested dicts merge, other values are
 /// replaced, lists are concatenated when `merge_lists`.
-fn merge_into(dest: &mut Map<String, Value>, upd: &Map<String, Value>, merge_lists: bool) {
+pub(crate) fn merge_into(
+    dest: &mut Map<String, Value>,
+    upd: &Map<String, Value>,
+    merge_lists: bool,
+) {
     for (key, new) in upd {
         match (dest.get_mut(key), new) {
             (Some(Value::Object(d)), Value::Object(n)) => merge_into(d, n, merge_lists),
@@ -185,6 +195,54 @@ async fn items(call: Call) -> Result<Value, ExecError> {
     Ok(Value::Object(pillar))
 }
 
+const KEYS_DOC: &str = "Return the keys of the pillar dict at ``key`` (nested keys separated by
+``delimiter``); an error when the key is missing or not a dict.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' pillar.keys web:sites
+";
+
+async fn keys(call: Call) -> Result<Value, ExecError> {
+    let key = py_str(call.arg("key"));
+    let pillar = call.ctx.pillar();
+    match traverse(&pillar, &key, &py_str(call.arg("delimiter"))) {
+        None => Err(ExecError::exception(
+            "KeyError",
+            py_repr_str(&format!("Pillar key not found: {key}")),
+        )),
+        Some(Value::Object(m)) => Ok(m.keys().cloned().map(Value::String).collect()),
+        Some(_) => Err(ExecError::exception(
+            "ValueError",
+            format!("Pillar value in key {key} is not a dict"),
+        )),
+    }
+}
+
+const RAW_DOC: &str = "Return the minion's in-memory pillar, or one top-level key of it (``{}``
+when absent), without asking the master
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' pillar.raw
+    salt '*' pillar.raw key='roles'
+";
+
+async fn raw(call: Call) -> Result<Value, ExecError> {
+    let pillar = call.ctx.pillar();
+    Ok(match call.opt_arg("key").filter(|k| truthy(k)) {
+        Some(key) => pillar
+            .get(py_str(key))
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new())),
+        None => pillar,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -244,6 +302,46 @@ mod tests {
             json!([]),
             json!({"pillar": {"list": [3], "new": 1}}),
             json!({"app": {"port": 8080, "hosts": ["a", "b"]}, "list": [3], "new": 1}),
+            0,
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn keys_and_raw() {
+        check(
+            "pillar.keys",
+            json!(["app"]),
+            json!({}),
+            json!(["port", "hosts"]),
+            0,
+        )
+        .await;
+        check(
+            "pillar.keys",
+            json!(["nosuch"]),
+            json!({}),
+            json!(
+                "The minion function caused an exception: KeyError: 'Pillar key not found: nosuch'"
+            ),
+            1,
+        )
+        .await;
+        check(
+            "pillar.keys",
+            json!(["list"]),
+            json!({}),
+            json!("The minion function caused an exception: ValueError: Pillar value in key list is not a dict"),
+            1,
+        )
+        .await;
+        check("pillar.raw", json!(["list"]), json!({}), json!([1, 2]), 0).await;
+        check("pillar.raw", json!(["nosuch"]), json!({}), json!({}), 0).await;
+        check(
+            "pillar.raw",
+            json!([]),
+            json!({}),
+            json!({"app": {"port": 8080, "hosts": ["a", "b"]}, "list": [1, 2]}),
             0,
         )
         .await;

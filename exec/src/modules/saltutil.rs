@@ -1,10 +1,12 @@
-//! Salt's `saltutil` module, the part that acts on the minion's own jobs and data: every
-//! function delegates to the minion's [`JobControl`](crate::JobControl).
+//! Salt's `saltutil` module, the part that acts on the minion's own jobs and data: job and
+//! refresh functions delegate to the minion's [`JobControl`](crate::JobControl); the sync
+//! functions fetch external modules through its [`ModuleSource`](crate::ModuleSource).
 
 use nix::sys::signal::Signal;
 use serde_json::Value;
 
 use crate::error::ExecError;
+use crate::extmods;
 use crate::pyish::{fnmatch, py_int, py_str, truthy};
 use crate::spec::{Call, Function, Lit, Param};
 
@@ -22,6 +24,9 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     Function::new("saltutil.refresh_grains", handler!(refresh_grains))
         .kwargs()
         .doc(REFRESH_GRAINS_DOC),
+    Function::new("saltutil.refresh_modules", handler!(refresh_modules))
+        .kwargs()
+        .doc(REFRESH_MODULES_DOC),
     Function::new("saltutil.refresh_pillar", handler!(refresh_pillar))
         .params(&[
             Param::opt("wait", Lit::Bool(false)),
@@ -33,6 +38,23 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     Function::new("saltutil.signal_job", handler!(signal_job))
         .params(&[Param::req("jid"), Param::req("sig")])
         .doc(SIGNAL_JOB_DOC),
+    Function::new("saltutil.sync_all", handler!(sync_all))
+        .params(&[
+            Param::opt("saltenv", Lit::None),
+            Param::opt("refresh", Lit::Bool(true)),
+            Param::opt("extmod_whitelist", Lit::None),
+            Param::opt("extmod_blacklist", Lit::None),
+            Param::opt("clean_pillar_cache", Lit::Bool(false)),
+        ])
+        .doc(SYNC_ALL_DOC),
+    Function::new("saltutil.sync_modules", handler!(sync_modules))
+        .params(&[
+            Param::opt("saltenv", Lit::None),
+            Param::opt("refresh", Lit::Bool(true)),
+            Param::opt("extmod_whitelist", Lit::None),
+            Param::opt("extmod_blacklist", Lit::None),
+        ])
+        .doc(SYNC_MODULES_DOC),
     Function::new("saltutil.term_job", handler!(term_job))
         .params(&[Param::req("jid")])
         .doc(TERM_JOB_DOC),
@@ -201,6 +223,152 @@ CLI Example:
 
 async fn refresh_pillar(call: Call) -> Result<Value, ExecError> {
     Ok(Value::Bool(call.ctx.jobs.refresh_pillar()))
+}
+
+const REFRESH_MODULES_DOC: &str = "Reload the minion's modules: the external modules are looked up
+again (their function lists re-read) on their next use. Returns ``True``.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' saltutil.refresh_modules
+";
+
+async fn refresh_modules(_call: Call) -> Result<Value, ExecError> {
+    extmods::clear_cache();
+    Ok(Value::Bool(true))
+}
+
+/// The kinds `sync_all` reports on a minion, in Salt's order; saltq syncs only `modules`.
+const SYNC_KINDS: &[&str] = &[
+    "clouds",
+    "beacons",
+    "modules",
+    "states",
+    "sdb",
+    "grains",
+    "renderers",
+    "returners",
+    "output",
+    "utils",
+    "log_handlers",
+    "executors",
+    "proxymodules",
+    "engines",
+    "thorium",
+    "serializers",
+    "matchers",
+];
+
+/// The module names a white- or blacklist (``{modules: [name, ...]}``) gives for `kind`,
+/// from the argument or else the minion option of the same name.
+fn extmod_list(call: &Call, key: &str, kind: &str) -> Option<Vec<String>> {
+    let list = call.opt_arg(key).or_else(|| call.ctx.opt(key))?;
+    match list.get(kind) {
+        Some(Value::Array(items)) => Some(items.iter().map(py_str).collect()),
+        Some(Value::String(s)) => Some(s.split(',').map(|s| s.trim().to_owned()).collect()),
+        _ => None,
+    }
+}
+
+/// Fetches `_<kind>` from the master and installs it in the module cache: the names of the
+/// modules written (`modules.NAME`).
+async fn sync_kind(call: &Call, kind: &str) -> Result<Vec<String>, ExecError> {
+    let dir = extmods::synced_dir(&call.ctx.opts)
+        .ok_or_else(|| ExecError::execution("the minion has no cachedir to sync modules into"))?;
+    let source =
+        call.ctx.modules.clone().ok_or_else(|| {
+            ExecError::execution("this minion has no master to sync modules from")
+        })?;
+    let files = source.fetch(kind).await.map_err(|e| {
+        ExecError::execution(format!("failed to fetch _{kind} from the master: {e}"))
+    })?;
+    let white = extmod_list(call, "extmod_whitelist", kind);
+    let black = extmod_list(call, "extmod_blacklist", kind).unwrap_or_default();
+    let keep = move |name: &str| {
+        white.as_ref().is_none_or(|w| w.iter().any(|n| n == name))
+            && !black.iter().any(|n| n == name)
+    };
+    let dir_for_blocking = dir.clone();
+    let kind_owned = kind.to_owned();
+    let installed = tokio::task::spawn_blocking(move || {
+        crate::sync::install(&dir_for_blocking, &kind_owned, &files, keep)
+    })
+    .await
+    .map_err(|e| ExecError::execution(format!("module sync task failed: {e}")))?
+    .map_err(|e| {
+        ExecError::execution(format!("failed to sync {kind} into {}: {e}", dir.display()))
+    })?;
+    if installed.touched {
+        extmods::clear_cache();
+    }
+    Ok(installed.changed)
+}
+
+const SYNC_MODULES_DOC: &str = "Sync the execution modules from the master's ``salt://_modules``
+into the minion's module cache (``<cachedir>/extmods/modules``). Modules the master no longer
+has are removed. Returns the modules written, as ``modules.NAME``.
+
+saltenv
+    Accepted for compatibility: the master serves its ``_modules``.
+
+refresh : True
+    Reload the modules afterwards.
+
+extmod_whitelist : None
+    Only these modules, e.g. ``{modules: [mymod]}``.
+
+extmod_blacklist : None
+    Not these modules, e.g. ``{modules: [mymod]}``.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' saltutil.sync_modules
+    salt '*' saltutil.sync_modules extmod_whitelist='{modules: [mymod]}'
+";
+
+async fn sync_modules(call: Call) -> Result<Value, ExecError> {
+    let changed = sync_kind(&call, "modules").await?;
+    if truthy(call.arg("refresh")) {
+        extmods::clear_cache();
+    }
+    Ok(changed.into_iter().map(Value::String).collect())
+}
+
+const SYNC_ALL_DOC: &str = "Sync everything from the master's file server that the minion uses:
+in saltq, the execution modules of ``salt://_modules``. Returns a dict of every kind Salt
+syncs, each with the modules written. With ``refresh`` (the default) the modules are
+reloaded and the pillar refreshed.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' saltutil.sync_all
+    salt '*' saltutil.sync_all extmod_whitelist='{modules: [mymod]}'
+";
+
+async fn sync_all(call: Call) -> Result<Value, ExecError> {
+    let mut out = serde_json::Map::new();
+    for kind in SYNC_KINDS {
+        let names = if *kind == "modules" {
+            sync_kind(&call, kind).await?
+        } else {
+            Vec::new()
+        };
+        out.insert(
+            (*kind).to_owned(),
+            names.into_iter().map(Value::String).collect(),
+        );
+    }
+    if truthy(call.arg("refresh")) {
+        extmods::clear_cache();
+        call.ctx.jobs.refresh_pillar();
+    }
+    Ok(Value::Object(out))
 }
 
 #[cfg(test)]

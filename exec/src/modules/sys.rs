@@ -1,12 +1,14 @@
-//! Salt's `sys` module: lists and documents the functions of the one function table.
+//! Salt's `sys` module: lists and documents the functions of the one function table, and
+//! those of the external modules (built-in functions win over external ones of the same name).
 
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
 use crate::error::ExecError;
+use crate::extmods;
 use crate::pyish::{fnmatch, py_str, strip_rst};
-use crate::registry::functions;
+use crate::registry::{functions, lookup};
 use crate::spec::{Call, Function, Lit, Param};
 
 /// The `sys` module's functions.
@@ -45,30 +47,62 @@ CLI Example:
 ";
 
 async fn doc(call: Call) -> Result<Value, ExecError> {
-    Ok(Value::Object(docs_matching(&names(&call))))
+    let selectors = names(&call);
+    let mut docs = docs_matching(&selectors);
+    for (m, fun) in external(&call).await {
+        let name = format!("{}.{fun}", m.name);
+        if doc_selected(&name, &selectors) {
+            let text = extmods::doc(&m, &fun, &call.ctx.opts, &call.ctx.processes)
+                .await
+                .unwrap_or_else(|e| format!("ERROR: {e}"));
+            docs.insert(name, Value::String(text));
+        }
+    }
+    docs.sort_keys();
+    Ok(Value::Object(docs))
+}
+
+/// The external functions not shadowed by a built-in one, with their module.
+async fn external(call: &Call) -> Vec<(extmods::ExtModule, String)> {
+    let ctx = &call.ctx;
+    let mut out = Vec::new();
+    for m in extmods::discover(&ctx.opts) {
+        let Ok(funs) = extmods::list(&m, &ctx.opts, &ctx.processes).await else {
+            continue;
+        };
+        for fun in funs {
+            if lookup(&format!("{}.{fun}", m.name)).is_none() {
+                out.push((m.clone(), fun));
+            }
+        }
+    }
+    out
+}
+
+/// `sys.doc`'s selection: no selector means everything; one with `*` is a glob; any other
+/// names a module (`sys` and `sys.` both mean the `sys` module) or one function.
+fn doc_selected(name: &str, selectors: &[String]) -> bool {
+    selectors.is_empty()
+        || selectors.iter().any(|sel| {
+            if sel.contains('*') {
+                fnmatch(name, sel)
+            } else {
+                let prefix = if sel.ends_with('.') {
+                    sel.clone()
+                } else {
+                    format!("{sel}.")
+                };
+                name == sel || name.starts_with(&prefix)
+            }
+        })
 }
 
 /// `sys.doc`'s answer: each selected function's doc, reStructuredText directives stripped.
 /// No selector means every function; a selector with `*` is a glob on function names; any
 /// other selects a module (`sys` and `sys.` both mean the `sys` module) or one function.
 pub(crate) fn docs_matching(selectors: &[String]) -> Map<String, Value> {
-    let selected = |f: &Function| {
-        selectors.is_empty()
-            || selectors.iter().any(|sel| {
-                if sel.contains('*') {
-                    fnmatch(f.name, sel)
-                } else {
-                    let prefix = if sel.ends_with('.') {
-                        sel.clone()
-                    } else {
-                        format!("{sel}.")
-                    };
-                    f.name == sel || f.name.starts_with(&prefix)
-                }
-            })
-    };
     functions()
-        .filter(|f| selected(f))
+        .filter(|f| doc_selected(f.name, selectors))
         .map(|f| (f.name.to_owned(), Value::String(strip_rst(&f.raw_doc()))))
         .collect()
 }
@@ -87,19 +121,22 @@ CLI Example:
 
 async fn list_functions(call: Call) -> Result<Value, ExecError> {
     let selectors = names(&call);
-    let names: BTreeSet<&str> = functions()
-        .map(|f| f.name)
-        .filter(|name| {
-            selectors.is_empty()
-                || selectors.iter().any(|sel| {
-                    if sel.contains('*') || sel.contains('.') {
-                        fnmatch(name, sel)
-                    } else {
-                        name.starts_with(&format!("{sel}."))
-                    }
-                })
-        })
-        .collect();
+    let selected = |name: &str| {
+        selectors.is_empty()
+            || selectors.iter().any(|sel| {
+                if sel.contains('*') || sel.contains('.') {
+                    fnmatch(name, sel)
+                } else {
+                    name.starts_with(&format!("{sel}."))
+                }
+            })
+    };
+    let builtin = functions().map(|f| f.name.to_owned());
+    let ext = external(&call)
+        .await
+        .into_iter()
+        .map(|(m, fun)| format!("{}.{fun}", m.name));
+    let names: BTreeSet<String> = builtin.chain(ext).filter(|n| selected(n)).collect();
     Ok(names.into_iter().collect())
 }
 
@@ -115,18 +152,21 @@ CLI Example:
 
 async fn list_modules(call: Call) -> Result<Value, ExecError> {
     let selectors = names(&call);
+    let ext = extmods::discover(&call.ctx.opts);
     let modules: BTreeSet<&str> = functions()
-        .filter(|f| {
+        .map(|f| (f.name, f.module()))
+        .chain(ext.iter().map(|m| (m.name.as_str(), m.name.as_str())))
+        .filter(|(name, module)| {
             selectors.is_empty()
                 || selectors.iter().any(|sel| {
                     if sel.contains('*') {
-                        fnmatch(f.name, sel)
+                        fnmatch(name, sel)
                     } else {
-                        f.module() == sel
+                        module == sel
                     }
                 })
         })
-        .map(Function::module)
+        .map(|(_, module)| module)
         .collect();
     Ok(modules.into_iter().collect())
 }
@@ -145,19 +185,27 @@ CLI Example:
 
 async fn argspec(call: Call) -> Result<Value, ExecError> {
     let module = py_str(call.arg("module"));
-    let selected = |f: &Function| {
+    let selected = |name: &str| {
         if module.contains('*') || module.contains('.') {
-            fnmatch(f.name, &module)
+            fnmatch(name, &module)
         } else {
-            f.name.starts_with(&format!("{module}."))
+            name.starts_with(&format!("{module}."))
         }
     };
-    Ok(Value::Object(
-        functions()
-            .filter(|f| selected(f))
-            .map(|f| (f.name.to_owned(), f.argspec()))
-            .collect(),
-    ))
+    let mut specs: Map<String, Value> = functions()
+        .filter(|f| selected(f.name))
+        .map(|f| (f.name.to_owned(), f.argspec()))
+        .collect();
+    // An external function takes whatever it is given.
+    let any = serde_json::json!({"args": null, "defaults": null, "varargs": true, "kwargs": true});
+    for (m, fun) in external(&call).await {
+        let name = format!("{}.{fun}", m.name);
+        if selected(&name) {
+            specs.insert(name, any.clone());
+        }
+    }
+    specs.sort_keys();
+    Ok(Value::Object(specs))
 }
 
 #[cfg(test)]
@@ -172,9 +220,23 @@ mod tests {
         let out = run("sys.list_functions", json!([])).await;
         let listed: Vec<String> = serde_json::from_value(out.ret).unwrap_or_default();
         assert_eq!(listed, function_names());
-        // Every listed function dispatches (is not "not available"). Without arguments
-        // nothing here has an effect: functions that act need an argument.
+        // Every listed function dispatches (is not "not available"). Each is called with an
+        // empty argument list, which functions that act refuse (they need a name or a path),
+        // except these, which act (or sleep) without arguments: for them the table lookup
+        // that dispatch does is checked instead.
+        const ACT_WITHOUT_ARGUMENTS: &[&str] = &[
+            "pkg.list_upgrades",
+            "pkg.refresh_db",
+            "pkg.upgrade",
+            "saltutil.sync_all",
+            "saltutil.sync_modules",
+            "test.rand_sleep",
+        ];
         for name in &listed {
+            if ACT_WITHOUT_ARGUMENTS.contains(&name.as_str()) {
+                assert!(crate::registry::lookup(name).is_some(), "{name}");
+                continue;
+            }
             let out = run(name, json!([])).await;
             assert!(
                 !out.ret
@@ -199,7 +261,16 @@ mod tests {
             "sys.list_functions",
             json!(["grains"]),
             json!({}),
-            json!(["grains.get", "grains.item", "grains.items", "grains.ls"]),
+            json!([
+                "grains.append",
+                "grains.delval",
+                "grains.get",
+                "grains.has_value",
+                "grains.item",
+                "grains.items",
+                "grains.ls",
+                "grains.setval"
+            ]),
             0,
         )
         .await;
@@ -211,6 +282,8 @@ mod tests {
                 "pillar.get",
                 "pillar.item",
                 "pillar.items",
+                "pillar.keys",
+                "pillar.raw",
                 "saltutil.find_job"
             ]),
             0,
@@ -235,7 +308,10 @@ mod tests {
         let out = run("sys.list_modules", json!([])).await;
         assert_eq!(
             out.ret,
-            json!(["cmd", "grains", "pillar", "saltutil", "sys", "test"])
+            json!([
+                "cmd", "config", "cron", "disk", "event", "file", "grains", "group", "network",
+                "pillar", "pkg", "saltutil", "service", "status", "sys", "sysctl", "test", "user"
+            ])
         );
     }
 
@@ -289,6 +365,19 @@ mod tests {
             json!({"args": ["default", "delimiter", "pillarenv", "saltenv"],
                    "defaults": [null, null, null, null], "varargs": true, "kwargs": null})
         );
+    }
+
+    #[tokio::test]
+    async fn doc_of_test_ping_is_readable() {
+        // What `saltq '*' sys.doc test.ping` prints under the minion's id.
+        check(
+            "sys.doc",
+            json!(["test.ping"]),
+            json!({}),
+            json!({"test.ping": "\n    Check that the minion is up and answering jobs. This is not an ICMP ping.\n\n    Returns ``True``.\n\n    CLI Example:\n\n        salt '*' test.ping\n    "}),
+            0,
+        )
+        .await;
     }
 
     #[tokio::test]

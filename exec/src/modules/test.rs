@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::error::ExecError;
+use crate::hashing::hex_digest;
 use crate::pyish::{py_int, py_str};
 use crate::spec::{Call, Function, Lit, Param};
 
@@ -21,13 +22,28 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     Function::new("test.exception", handler!(exception))
         .params(&[Param::opt("message", Lit::Str("Test Exception"))])
         .doc(EXCEPTION_DOC),
+    Function::new("test.fib", handler!(fib))
+        .params(&[Param::req("num")])
+        .doc(FIB_DOC),
     Function::new("test.false", handler!(false_))
         .py_name("false_")
         .doc(FALSE_DOC),
     Function::new("test.kwarg", handler!(kwarg))
         .kwargs()
         .doc(KWARG_DOC),
+    Function::new("test.outputter", handler!(outputter))
+        .params(&[Param::req("data")])
+        .doc(OUTPUTTER_DOC),
     Function::new("test.ping", handler!(ping)).doc(PING_DOC),
+    Function::new("test.rand_sleep", handler!(rand_sleep))
+        .params(&[Param::opt("max", Lit::Int(60))])
+        .doc(RAND_SLEEP_DOC),
+    Function::new("test.random_hash", handler!(random_hash))
+        .params(&[
+            Param::opt("size", Lit::Int(9_999_999_999)),
+            Param::opt("hash_type", Lit::None),
+        ])
+        .doc(RANDOM_HASH_DOC),
     Function::new("test.retcode", handler!(retcode))
         .params(&[Param::opt("code", Lit::Int(42))])
         .doc(RETCODE_DOC),
@@ -38,6 +54,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
         .py_name("true_")
         .doc(TRUE_DOC),
     Function::new("test.version", handler!(version)).doc(VERSION_DOC),
+    Function::new("test.versions_report", handler!(versions_report)).doc(VERSIONS_REPORT_DOC),
 ];
 
 const PING_DOC: &str = "Check that the minion is up and answering jobs. This is not an ICMP ping.
@@ -97,6 +114,201 @@ CLI Example:
 
 async fn version(_call: Call) -> Result<Value, ExecError> {
     Ok(Value::from(env!("CARGO_PKG_VERSION")))
+}
+
+const RAND_SLEEP_DOC: &str =
+    "Sleep for a random number of seconds between 0 and ``max``, then return
+``True``. Used to test long-running jobs and minions returning at differing intervals.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' test.rand_sleep 60
+";
+
+async fn rand_sleep(call: Call) -> Result<Value, ExecError> {
+    let max = py_int(call.arg("max"))?;
+    if max < 0 {
+        return Err(ExecError::exception(
+            "ValueError",
+            format!("empty range in randrange(0, {})", max + 1),
+        ));
+    }
+    let secs = rand::random_range(0..=max.unsigned_abs());
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    Ok(Value::Bool(true))
+}
+
+const VERSIONS_REPORT_DOC: &str =
+    "Return the versions of saltq and of the system it runs on, as text
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' test.versions_report
+";
+
+async fn versions_report(_call: Call) -> Result<Value, ExecError> {
+    let os_release = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+    let uts = nix::sys::utsname::uname().ok();
+    let uname = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {
+        uts.as_ref()
+            .map(|u| f(u).to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let sections = [
+        (
+            "Salt Version",
+            vec![("Salt", env!("CARGO_PKG_VERSION").to_owned())],
+        ),
+        (
+            "System Versions",
+            system_versions(
+                &os_release,
+                &uname(|u| u.machine()),
+                &uname(|u| u.release()),
+            ),
+        ),
+    ];
+    Ok(Value::String(format_versions(&sections)))
+}
+
+/// Salt's "System Versions" from os-release and uname: `dist`, `locale`, `machine`,
+/// `release`, `system`, `version`.
+fn system_versions(os_release: &str, machine: &str, release: &str) -> Vec<(&'static str, String)> {
+    let field = |key: &str| {
+        os_release
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+            .map(|v| v.trim().trim_matches('"').to_owned())
+            .unwrap_or_default()
+    };
+    let debian = std::fs::read_to_string("/etc/debian_version").unwrap_or_default();
+    let version_id = field("VERSION_ID");
+    let version = Some(debian.trim())
+        .filter(|d| !version_id.is_empty() && d.starts_with(&version_id))
+        .map_or(version_id, str::to_owned);
+    let codename = field("VERSION_CODENAME");
+    let join = |first: String| {
+        [first, version.clone(), codename.clone()]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    vec![
+        ("dist", join(field("ID"))),
+        ("locale", "utf-8".to_owned()),
+        ("machine", machine.to_owned()),
+        ("release", release.to_owned()),
+        ("system", "Linux".to_owned()),
+        ("version", join(field("NAME"))),
+    ]
+}
+
+/// Salt's `versions_report` layout: each section's name, its entries right-aligned on the
+/// colon (width of `Not Installed` plus one at least), and a line holding one space.
+fn format_versions(sections: &[(&str, Vec<(&str, String)>)]) -> String {
+    let pad = sections
+        .iter()
+        .flat_map(|(_, entries)| entries.iter().map(|(k, _)| k.len()))
+        .chain(std::iter::once("Not Installed".len()))
+        .max()
+        .unwrap_or(0)
+        + 1;
+    let mut lines = Vec::new();
+    for (name, entries) in sections {
+        lines.push(format!("{name}:"));
+        for (key, value) in entries {
+            lines.push(format!("{key:>pad$}: {value}"));
+        }
+        lines.push(" ".to_owned());
+    }
+    lines.join("\n")
+}
+
+const FIB_DOC: &str = "Return the ``num``-th Fibonacci number and the time it took to compute, in
+seconds. Used for performance tests.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' test.fib 3
+";
+
+async fn fib(call: Call) -> Result<Value, ExecError> {
+    let num = py_int(call.arg("num"))?;
+    if num < 0 {
+        return Err(ExecError::exception(
+            "ValueError",
+            "Negative number is not allowed!",
+        ));
+    }
+    let start = std::time::Instant::now();
+    let (mut prev, mut curr) = (0f64, 1f64);
+    let (mut prev_int, mut curr_int) = (0u64, 1u64);
+    let mut exact = true;
+    for _ in 1..num {
+        (prev, curr) = (curr, prev + curr);
+        match prev_int.checked_add(curr_int) {
+            Some(next) if exact => (prev_int, curr_int) = (curr_int, next),
+            _ => exact = false,
+        }
+    }
+    let value = match num {
+        0 => json!(0),
+        _ if exact => json!(curr_int),
+        // Beyond u64 the number travels as a float, as every number does on the wire.
+        _ => json!(curr),
+    };
+    Ok(json!([value, start.elapsed().as_secs_f64()]))
+}
+
+const OUTPUTTER_DOC: &str = "Return the data it is given, to test the outputters
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' test.outputter foobar
+";
+
+async fn outputter(call: Call) -> Result<Value, ExecError> {
+    Ok(call.arg("data").clone())
+}
+
+const RANDOM_HASH_DOC: &str = "Return the hash of a random number between 1 and ``size``. Without a
+``hash_type``, the minion's ``hash_type`` option is used (``sha256`` by default).
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' test.random_hash
+    salt '*' test.random_hash hash_type=sha512
+";
+
+async fn random_hash(call: Call) -> Result<Value, ExecError> {
+    let size = py_int(call.arg("size"))?;
+    if size < 1 {
+        return Err(ExecError::exception(
+            "ValueError",
+            format!("empty range in randrange(1, {})", size + 1),
+        ));
+    }
+    let form = call
+        .opt_arg("hash_type")
+        .filter(|v| crate::pyish::truthy(v))
+        .or_else(|| call.ctx.opt("hash_type"))
+        .map_or_else(|| "sha256".to_owned(), py_str);
+    let number = rand::random_range(1..=size);
+    Ok(Value::String(hex_digest(
+        &form,
+        number.to_string().as_bytes(),
+    )?))
 }
 
 const ARG_DOC: &str = "Return the positional and keyword arguments it was called with, to test
@@ -297,6 +509,79 @@ mod tests {
             ]
         );
         assert_eq!(out.ret["num"], json!(1));
+    }
+
+    #[tokio::test]
+    async fn more_returns_match_salt() {
+        check("test.outputter", json!(["foo"]), json!({}), json!("foo"), 0).await;
+        check(
+            "test.outputter",
+            json!([{"a": [1]}]),
+            json!({}),
+            json!({"a": [1]}),
+            0,
+        )
+        .await;
+        check("test.rand_sleep", json!([0]), json!({}), json!(true), 0).await;
+        // (55, 1.9e-06) from salt 3007.8: the number, then the seconds it took.
+        let out = run("test.fib", json!([10])).await;
+        assert_eq!(out.ret[0], json!(55));
+        assert!(out.ret[1].is_f64(), "{}", out.ret);
+        assert_eq!(run("test.fib", json!([0])).await.ret[0], json!(0));
+        assert_eq!(run("test.fib", json!([1])).await.ret[0], json!(1));
+        assert_eq!(
+            run("test.fib", json!([93])).await.ret[0],
+            json!(12200160415121876738u64)
+        );
+        assert!(run("test.fib", json!([100])).await.ret[0].is_f64());
+        check(
+            "test.fib",
+            json!([-1]),
+            json!({}),
+            json!("The minion function caused an exception: ValueError: Negative number is not allowed!"),
+            1,
+        )
+        .await;
+        for (kwargs, len) in [
+            (json!({}), 64),
+            (json!({"hash_type": "md5"}), 32),
+            (json!({"hash_type": "sha512"}), 128),
+        ] {
+            let out = run_kw("test.random_hash", json!([]), kwargs).await;
+            let hash = out.ret.as_str().unwrap_or_default();
+            assert_eq!(hash.len(), len, "{hash}");
+            assert!(hash.chars().all(|c| c.is_ascii_hexdigit()));
+        }
+        // size=1 means the number 1: sha256("1").
+        check(
+            "test.random_hash",
+            json!([1]),
+            json!({}),
+            json!("6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b"),
+            0,
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn versions_report_has_salts_layout() {
+        let out = run("test.versions_report", json!([])).await;
+        let text = out.ret.as_str().unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "Salt Version:");
+        assert_eq!(
+            lines[1],
+            format!("          Salt: {}", env!("CARGO_PKG_VERSION"))
+        );
+        assert_eq!(lines[2], " ");
+        assert_eq!(lines[3], "System Versions:");
+        assert!(lines[4].starts_with("          dist: "), "{text}");
+        assert_eq!(
+            lines[6],
+            format!("       machine: {}", std::env::consts::ARCH)
+        );
+        assert_eq!(lines[8], "        system: Linux");
+        assert!(text.ends_with("\n "), "{text:?}");
     }
 
     #[tokio::test(start_paused = true)]

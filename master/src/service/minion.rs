@@ -192,4 +192,44 @@ impl MinionService for MinionApi {
         self.master.update_grains(&id, grains);
         Ok(Response::new(pb::UpdateGrainsResponse {}))
     }
+
+    async fn sync_files(
+        &self,
+        req: Request<pb::SyncFilesRequest>,
+    ) -> Result<Response<pb::SyncFilesResponse>, Status> {
+        self.admit(&req, false)?;
+        let kind = req.into_inner().kind;
+        if !matches!(kind.as_str(), "modules" | "grains" | "returners") {
+            return Err(Status::invalid_argument(format!(
+                "unknown sync kind {kind:?}: expected modules, grains or returners"
+            )));
+        }
+        let mut files = Vec::new();
+        for root in &self.master.cfg.file_roots {
+            let dir = root.join(format!("_{kind}"));
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let path = e.path();
+                if !path.is_file() {
+                    continue;
+                }
+                use std::os::unix::fs::PermissionsExt;
+                let meta = e
+                    .metadata()
+                    .map_err(|err| Status::internal(format!("{}: {err}", path.display())))?;
+                let contents = std::fs::read(&path)
+                    .map_err(|err| Status::internal(format!("{}: {err}", path.display())))?;
+                files.push(pb::SyncedFile {
+                    name: e.file_name().to_string_lossy().into_owned(),
+                    contents,
+                    executable: meta.permissions().mode() & 0o111 != 0,
+                });
+            }
+        }
+        files.sort_by(|a, b| a.name.cmp(&b.name));
+        files.dedup_by(|a, b| a.name == b.name);
+        Ok(Response::new(pb::SyncFilesResponse { files }))
+    }
 }

@@ -96,9 +96,31 @@ where
     fn call(&mut self, req: http::Request<Body>) -> Self::Future {
         let peer = req.extensions().get::<PeerInfo>().map(|p| &p.peer);
         match authorize(req.uri().path(), peer) {
-            Ok(()) => Box::pin(self.inner.call(req)),
+            Ok(()) => {
+                let fut = self.inner.call(req);
+                Box::pin(async move {
+                    let mut resp = fut.await?;
+                    size_limit_is_resource_exhausted(&mut resp);
+                    Ok(resp)
+                })
+            }
             Err(status) => Box::pin(std::future::ready(Ok(status.into_http()))),
         }
+    }
+}
+
+/// tonic answers a message over `max_message_size` with OUT_OF_RANGE; gRPC's convention (and
+/// saltq's contract) is RESOURCE_EXHAUSTED, so the status is rewritten here, in one place.
+fn size_limit_is_resource_exhausted(resp: &mut http::Response<Body>) {
+    let too_large = resp
+        .headers()
+        .get("grpc-message")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|m| m.contains("too%20large") || m.contains("too large"));
+    let out_of_range = resp.headers().get("grpc-status").is_some_and(|v| v == "11");
+    if too_large && out_of_range {
+        resp.headers_mut()
+            .insert("grpc-status", http::HeaderValue::from_static("8"));
     }
 }
 

@@ -1,17 +1,19 @@
-//! RunnerService: master-side functions (salt-run). The runner modules themselves are their own
-//! piece of work; until one exists, a call names the runner and says it is not available, as
-//! salt-run does for an unknown runner.
+//! RunnerService: master-side functions (salt-run), synchronously or in the background.
 
 use std::sync::Arc;
 
 use saltq_proto::v1::{self as pb, runner_service_server::RunnerService};
+use saltq_transport::value;
+use serde_json::Value;
 use tonic::{Request, Response, Status};
 
 use crate::state::Master;
 
+/// A prepared run: its jid, positional and keyword arguments.
+type Prepared = (String, Vec<Value>, serde_json::Map<String, Value>);
+
 /// The service.
 pub struct RunnerApi {
-    #[allow(dead_code)]
     master: Arc<Master>,
 }
 
@@ -20,10 +22,27 @@ impl RunnerApi {
     pub fn new(master: Arc<Master>) -> Self {
         RunnerApi { master }
     }
-}
 
-fn unavailable(fun: &str) -> Status {
-    Status::unimplemented(format!("'{fun}' is not available."))
+    fn prepare(
+        &self,
+        user: &str,
+        fun: &str,
+        arg: &[prost_types::Value],
+        kwarg: Option<&prost_types::Struct>,
+    ) -> Result<Prepared, Status> {
+        if !fun.contains('.') {
+            return Err(Status::invalid_argument(format!(
+                "invalid runner name {fun:?}: expected module.function, e.g. jobs.list_jobs"
+            )));
+        }
+        self.master.cfg.acl.check_runner(user, fun)?;
+        let jid = self.master.next_jid("")?.to_string();
+        Ok((
+            jid,
+            arg.iter().map(value::from_prost).collect(),
+            value::opt_struct(kwarg),
+        ))
+    }
 }
 
 #[tonic::async_trait]
@@ -32,15 +51,38 @@ impl RunnerService for RunnerApi {
         &self,
         req: Request<pb::RunRunnerRequest>,
     ) -> Result<Response<pb::RunRunnerResponse>, Status> {
-        super::client_name(&req)?;
-        Err(unavailable(&req.get_ref().fun))
+        let user = super::client_name(&req)?;
+        let r = req.into_inner();
+        let (jid, args, kwargs) = self.prepare(&user, &r.fun, &r.arg, r.kwarg.as_ref())?;
+        let out =
+            crate::runners::execute(self.master.clone(), user, jid.clone(), r.fun, args, kwargs)
+                .await;
+        Ok(Response::new(pb::RunRunnerResponse {
+            jid,
+            r#return: Some(value::to_prost(&out.ret)),
+            success: out.success,
+        }))
     }
 
     async fn run_runner_async(
         &self,
         req: Request<pb::RunRunnerAsyncRequest>,
     ) -> Result<Response<pb::RunRunnerAsyncResponse>, Status> {
-        super::client_name(&req)?;
-        Err(unavailable(&req.get_ref().fun))
+        let user = super::client_name(&req)?;
+        let r = req.into_inner();
+        let (jid, args, kwargs) = self.prepare(&user, &r.fun, &r.arg, r.kwarg.as_ref())?;
+        // A long runner never blocks others: each runs in its own task.
+        tokio::spawn(crate::runners::execute(
+            self.master.clone(),
+            user,
+            jid.clone(),
+            r.fun,
+            args,
+            kwargs,
+        ));
+        Ok(Response::new(pb::RunRunnerAsyncResponse {
+            tag: format!("salt/run/{jid}"),
+            jid,
+        }))
     }
 }

@@ -297,3 +297,50 @@ fn bad_minion_config_names_the_key() {
     assert_eq!(o.status.code(), Some(64), "{err}");
     assert!(err.contains("master_port"), "{err}");
 }
+
+#[test]
+fn oversized_request_is_resource_exhausted() {
+    let master = Master::start("auto_accept: true\nmax_message_size: 65536");
+    let _m = master.minion("big2", "");
+    master.wait_for("big2");
+    let big = "x".repeat(100_000);
+    let o = master.saltq(&["big2", "test.echo", &big]);
+    assert_eq!(o.code, 64, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("too large") && o.stderr.to_lowercase().contains("message"),
+        "{}",
+        o.stderr
+    );
+    // The connection and the master are fine afterwards.
+    assert_eq!(
+        master.saltq(&["big2", "test.echo", "small"]).stdout,
+        "big2:\n    small\n"
+    );
+}
+
+#[test]
+fn a_dead_minion_is_noticed_within_seconds() {
+    let master = Master::start("auto_accept: true");
+    let mut m = master.minion("dead1", "");
+    master.wait_for("dead1");
+    // SIGKILL: no goodbye on the wire; only the QUIC idle timeout (3 s here) can tell.
+    m.kill();
+    let started = std::time::Instant::now();
+    eventually(
+        "master notices the dead minion",
+        Duration::from_secs(10),
+        || {
+            let o = master.saltq(&[
+                "-L",
+                "dead1",
+                "test.ping",
+                "-t",
+                "1",
+                "--gather-job-timeout",
+                "1",
+            ]);
+            o.stdout.contains("[Not connected]").then_some(())
+        },
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+}

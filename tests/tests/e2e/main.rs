@@ -8,3 +8,4 @@ mod interop;
 mod jobs;
 mod ops;
 mod protocol;
+mod runners;

@@ -165,8 +165,16 @@ async fn errors_match_salt() {
     check(
         "cmd.run",
         json!(["true"]),
-        json!({"runas": "nobody"}),
-        json!("ERROR: saltq does not support the runas argument of cmd.run yet"),
+        json!({"runas": "nosuchuser_x"}),
+        json!("ERROR: User 'nosuchuser_x' is not available"),
+        1,
+    )
+    .await;
+    check(
+        "cmd.run",
+        json!(["true"]),
+        json!({"umask": "077"}),
+        json!("ERROR: saltq does not support the umask argument of cmd.run yet"),
         1,
     )
     .await;
@@ -419,4 +427,162 @@ async fn signalling_the_job_reaches_its_command() {
     };
     assert_eq!(out.ret["retcode"], json!(-15));
     assert_eq!(out.retcode, -15);
+}
+
+#[tokio::test]
+async fn streams_shell_which_and_has_exec() {
+    // Observed with salt-call --local on salt 3007.8.
+    let both = "echo a; echo b >&2";
+    let sh = json!({"python_shell": true});
+    check("cmd.run_stdout", json!([both]), sh.clone(), json!("a"), 0).await;
+    check("cmd.run_stderr", json!([both]), sh.clone(), json!("b"), 0).await;
+    check(
+        "cmd.run_stdout",
+        json!(["exit 3"]),
+        sh.clone(),
+        json!(""),
+        3,
+    )
+    .await;
+    check(
+        "cmd.shell",
+        json!(["echo $0"]),
+        json!({}),
+        json!(default_shell()),
+        0,
+    )
+    .await;
+    check("cmd.shell", json!([both]), json!({}), json!("a\nb"), 0).await;
+    check(
+        "cmd.shell",
+        json!(["echo hidden"]),
+        json!({"hide_output": true}),
+        json!(""),
+        0,
+    )
+    .await;
+    check(
+        "cmd.which",
+        json!(["/bin/sh"]),
+        json!({}),
+        json!("/bin/sh"),
+        0,
+    )
+    .await;
+    check(
+        "cmd.which",
+        json!(["nosuch_cmd_x"]),
+        json!({}),
+        json!(null),
+        0,
+    )
+    .await;
+    let out = run_kw("cmd.which", json!(["sh"]), json!({})).await;
+    assert!(
+        out.ret.as_str().is_some_and(|p| p.ends_with("/sh")),
+        "{}",
+        out.ret
+    );
+    check("cmd.has_exec", json!(["sh"]), json!({}), json!(true), 0).await;
+    check(
+        "cmd.has_exec",
+        json!(["nosuch_cmd_x"]),
+        json!({}),
+        json!(false),
+        0,
+    )
+    .await;
+    check(
+        "cmd.run",
+        json!(["sleep 5"]),
+        json!({"timeout": 1}),
+        json!("['sleep', '5'] : Timed out after 1 seconds"),
+        1,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn script_runs_a_copy_with_args() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let script = tmp.path().join("s.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho \"args: $@ ($#)\"\necho err >&2\nexit 2\n",
+    )
+    .unwrap_or_else(|e| panic!("write: {e}"));
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).unwrap_or_else(|e| panic!("mkdir: {e}"));
+    let cwd = json!(work.display().to_string());
+    let path = script.display().to_string();
+    // salt 3007.8: {"pid": N, "retcode": 2, "stdout": "args: a 'b c'", "stderr": "err"}
+    // (a string of arguments is passed as one argument).
+    let out = run_kw("cmd.script", json!([path, "a 'b c'"]), json!({"cwd": cwd})).await;
+    assert_eq!(out.retcode, 2);
+    assert_eq!(
+        (&out.ret["retcode"], &out.ret["stdout"], &out.ret["stderr"]),
+        (&json!(2), &json!("args: a 'b c' (1)"), &json!("err"))
+    );
+    assert!(pid_of(&out.ret) > 0);
+    let keys: Vec<&String> = out
+        .ret
+        .as_object()
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(keys, ["pid", "retcode", "stdout", "stderr"]);
+    let left = std::fs::read_dir(&work).map_or(1, |d| d.flatten().count());
+    assert_eq!(left, 0, "the staged copy was not removed");
+
+    let out = run_kw("cmd.script", json!([path]), json!({"args": ["-x", "b c"]})).await;
+    assert_eq!(out.ret["stdout"], json!("args: -x b c (2)"));
+    check(
+        "cmd.script",
+        json!([tmp.path().join("nosuch.sh").display().to_string()]),
+        json!({}),
+        json!({"pid": 0, "retcode": 1, "stdout": "", "stderr": "", "cache_error": true}),
+        1,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn runas_switches_user_when_root() {
+    let is_root = nix::unistd::Uid::current().is_root();
+    let out = run_kw(
+        "cmd.run",
+        json!(["id -un; id -g; echo $HOME $USER"]),
+        json!({"runas": "nobody", "cwd": "/", "python_shell": true}),
+    )
+    .await;
+    if !is_root {
+        assert_eq!(
+            out.ret,
+            json!(format!(
+                "ERROR: runas and group need the minion to run as root; it runs as {}",
+                std::env::var("USER").unwrap_or_default()
+            ))
+        );
+        println!("runas: the minion is not root here, so only the refusal is checked");
+        return;
+    }
+    assert_eq!(out.ret, json!("nobody\n65534\n/nonexistent nobody"));
+    // Without cwd the command starts in the user's home, as in Salt: nobody's does not exist.
+    check(
+        "cmd.run",
+        json!(["pwd"]),
+        json!({"runas": "nobody"}),
+        json!("ERROR: Specified cwd '/nonexistent' either not absolute or does not exist"),
+        1,
+    )
+    .await;
+    check(
+        "cmd.run",
+        json!(["id -g"]),
+        json!({"group": "nogroup"}),
+        json!("65534"),
+        0,
+    )
+    .await;
+    let out = run_kw("cmd.run", json!(["id -un"]), json!({"runas": "root"})).await;
+    assert_eq!(out.ret, json!("root"));
 }

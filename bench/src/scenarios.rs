@@ -1,0 +1,609 @@
+//! The scenarios of issue 7. Each starts its own processes from the release binaries, measures,
+//! stops them, and adds its figures (with Salt's from the same run where Salt can run that size).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::json;
+
+use crate::fleet::{Bins, Master, run_job, start_minion, start_swarm};
+use crate::procs::{Proc, timed_output};
+use crate::report::{Figure, Target};
+use crate::salt::SaltPeer;
+use crate::stats::{Summary, percentile};
+
+/// A scenario, run alone as `saltq-bench SCENARIO [SIZE]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scenario {
+    /// `saltq '*' test.ping` with SIZE minion processes (whole command), beside `salt`.
+    Cli,
+    /// The Run RPC round trip with SIZE minion processes, p50 and p99.
+    Rpc,
+    /// One idle minion process's resident memory.
+    MinionRss,
+    /// A swarm of SIZE virtual minions: connect from cold, publish to all returned, master RSS.
+    Swarm,
+    /// Returns stored per second: the job cache alone, and through the master from a swarm.
+    Returns,
+}
+
+impl Scenario {
+    /// The name on the command line and in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Cli => "cli",
+            Scenario::Rpc => "rpc",
+            Scenario::MinionRss => "minion-rss",
+            Scenario::Swarm => "swarm",
+            Scenario::Returns => "returns",
+        }
+    }
+
+    /// The size when none is given.
+    pub fn default_size(self) -> usize {
+        match self {
+            Scenario::Cli | Scenario::Rpc | Scenario::MinionRss => 1,
+            Scenario::Swarm | Scenario::Returns => 1000,
+        }
+    }
+}
+
+/// Everything the full run does, in order.
+pub const ALL: &[(Scenario, usize)] = &[
+    (Scenario::Cli, 1),
+    (Scenario::Rpc, 1),
+    (Scenario::MinionRss, 1),
+    (Scenario::Cli, 21),
+    (Scenario::Cli, 101),
+    (Scenario::Swarm, 1000),
+    (Scenario::Swarm, 10_000),
+    (Scenario::Returns, 1000),
+];
+
+/// What every scenario shares.
+pub struct Ctx {
+    /// The release binaries.
+    pub bins: Bins,
+    /// Scratch space; each scenario gets a fresh folder under it.
+    pub work: PathBuf,
+    /// Repetitions, overriding each scenario's default.
+    pub runs: Option<usize>,
+    /// Salt, measured beside saltq.
+    pub salt: SaltPeer,
+    /// The figures so far.
+    pub figures: Vec<Figure>,
+    /// Raw per-run data, by scenario and size, for the JSON.
+    pub details: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Ctx {
+    fn runs(&self, default: usize) -> usize {
+        self.runs.unwrap_or(default).max(1)
+    }
+
+    fn fresh_dir(&self, name: &str) -> anyhow::Result<PathBuf> {
+        let d = self.work.join(name);
+        if d.exists() {
+            std::fs::remove_dir_all(&d).with_context(|| format!("cannot clear {}", d.display()))?;
+        }
+        std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
+        Ok(d)
+    }
+
+    /// Runs one scenario.
+    pub async fn run(&mut self, s: Scenario, size: usize) -> anyhow::Result<()> {
+        if size == 0 {
+            bail!("the size must be at least 1");
+        }
+        eprintln!("# {} {size}", s.name());
+        match s {
+            Scenario::Cli => self.cli(size).await,
+            Scenario::Rpc => self.rpc(size).await,
+            Scenario::MinionRss => self.minion_rss().await,
+            Scenario::Swarm => self.swarm(size).await,
+            Scenario::Returns => self.returns(size).await,
+        }
+    }
+
+    /// A master and `n` minion processes, all subscribed.
+    fn fleet(&self, dir: &Path, n: usize) -> anyhow::Result<(Master, Vec<Proc>)> {
+        let mut master = Master::start(&self.bins, &dir.join("master"))?;
+        let started = Instant::now();
+        let mut minions = (0..n)
+            .map(|i| {
+                let id = format!("bench-{i:03}");
+                start_minion(&self.bins, &dir.join("minions").join(&id), &id, master.port)
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let mut watch: Vec<&mut Proc> = minions.iter_mut().collect();
+        let took =
+            master.wait_connected(n as u64, started, Duration::from_secs(120), &mut watch)?;
+        eprintln!(
+            "  {n} minion processes subscribed in {:.2} s",
+            took.as_secs_f64()
+        );
+        Ok((master, minions))
+    }
+
+    async fn cli(&mut self, n: usize) -> anyhow::Result<()> {
+        let runs = self.runs(10);
+        let dir = self.fresh_dir(&format!("cli-{n}"))?;
+        let (walls, rpc, master_rss, minion_rss) = {
+            let (master, minions) = self.fleet(&dir, n)?;
+            let ping = |m: &Master| -> anyhow::Result<f64> {
+                let mut cmd = m.cli(&self.bins)?;
+                cmd.args(["*", "test.ping"]);
+                let (took, status, out) = timed_output(&mut cmd, Duration::from_secs(60))?;
+                let trues = out.lines().filter(|l| l.trim() == "True").count();
+                if !status.success() || trues != n {
+                    bail!("saltq '*' test.ping: {status}, {trues} of {n} answered:\n{out}");
+                }
+                Ok(took.as_secs_f64() * 1e3)
+            };
+            for _ in 0..2 {
+                ping(&master)?; // warm-up: page cache, first job
+            }
+            let walls = (0..runs)
+                .map(|_| ping(&master))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let mut client = master.client().await?;
+            let mut rpc = Vec::new();
+            for i in 0..105 {
+                let r = run_job(&mut client, "*", "test.ping", 10.0).await?;
+                if r.returned as usize != n {
+                    bail!("Run: {} of {n} returned", r.returned);
+                }
+                if i >= 5 {
+                    rpc.push(r.elapsed.as_secs_f64() * 1e3);
+                }
+            }
+            let master_rss = master.proc.rss_kib()? as f64 / 1024.0;
+            let minion_rss = minions[0].rss_kib()? as f64 / 1024.0;
+            (walls, rpc, master_rss, minion_rss)
+        };
+        let salt = self.salt.figures(n).cloned();
+        let plural = if n == 1 { "" } else { "es" };
+        let target = match n {
+            1 => Target::at_most(25.0),
+            101 => Target::at_most(100.0),
+            _ => None,
+        };
+        self.figures.push(Figure::new(
+            "cli",
+            n,
+            "cli_wall_ms",
+            format!("`saltq '*' test.ping`, {n} minion process{plural}, whole command"),
+            "ms",
+            Summary::of(&walls).context("no runs")?,
+            salt.as_ref().map(|s| s.cli_wall_ms),
+            target,
+        ));
+        let mut sorted = rpc.clone();
+        sorted.sort_by(f64::total_cmp);
+        self.figures.push(
+            Figure::new(
+                "cli",
+                n,
+                "api_roundtrip_p50_ms",
+                format!("API round trip, {n} minion process{plural}, p50 (Run RPC; Salt: LocalClient.cmd)"),
+                "ms",
+                Summary::single(percentile(&sorted, 50.0)),
+                salt.as_ref().map(|s| Summary::single(s.roundtrip_p50_ms)),
+                None,
+            )
+            .note(format!(
+                "{} calls on one connection after 5 warm-up; saltq p90 {:.2} ms, Salt p90 {}",
+                sorted.len(),
+                percentile(&sorted, 90.0),
+                salt.as_ref().map_or("—".into(), |s| format!("{:.1} ms", s.roundtrip_p90_ms))
+            )),
+        );
+        self.figures.push(Figure::new(
+            "cli",
+            n,
+            "master_rss_mib",
+            format!("master resident memory, {n} minion process{plural} (after the runs)"),
+            "MiB",
+            Summary::single(master_rss),
+            salt.as_ref().map(|s| Summary::single(s.master_rss_mib)),
+            None,
+        ));
+        self.details.insert(
+            format!("cli-{n}"),
+            json!({ "cli_wall_ms": walls, "rpc_ms": rpc, "master_rss_mib": master_rss,
+                    "one_minion_rss_mib": minion_rss, "salt": salt.map(|s| s.raw) }),
+        );
+        Ok(())
+    }
+
+    async fn rpc(&mut self, n: usize) -> anyhow::Result<()> {
+        const CALLS: usize = 1000;
+        let runs = self.runs(5);
+        let dir = self.fresh_dir(&format!("rpc-{n}"))?;
+        let (mut p50s, mut p99s, mut all) = (Vec::new(), Vec::new(), Vec::new());
+        {
+            let (master, _minions) = self.fleet(&dir, n)?;
+            let mut client = master.client().await?;
+            for _ in 0..100 {
+                run_job(&mut client, "*", "test.ping", 10.0).await?; // warm-up
+            }
+            for _ in 0..runs {
+                let mut v = Vec::with_capacity(CALLS);
+                for _ in 0..CALLS {
+                    let r = run_job(&mut client, "*", "test.ping", 10.0).await?;
+                    if r.returned as usize != n {
+                        bail!("Run: {} of {n} returned", r.returned);
+                    }
+                    v.push(r.elapsed.as_secs_f64() * 1e3);
+                }
+                v.sort_by(f64::total_cmp);
+                p50s.push(percentile(&v, 50.0));
+                p99s.push(percentile(&v, 99.0));
+                all.push(v);
+            }
+        }
+        let salt = self.salt.figures(n).cloned();
+        let plural = if n == 1 { "" } else { "s" };
+        let note = format!(
+            "{runs} runs of {CALLS} sequential calls on one QUIC connection after 100 warm-up calls; \
+             median, min and max of the per-run percentile"
+        );
+        self.figures.push(
+            Figure::new(
+                "rpc",
+                n,
+                "rpc_p50_ms",
+                format!("API round trip (Run RPC, test.ping, {n} minion{plural}), p50"),
+                "ms",
+                Summary::of(&p50s).context("no runs")?,
+                salt.as_ref().map(|s| Summary::single(s.roundtrip_p50_ms)),
+                if n == 1 { Target::at_most(1.0) } else { None },
+            )
+            .note(note.clone()),
+        );
+        self.figures.push(
+            Figure::new(
+                "rpc",
+                n,
+                "rpc_p99_ms",
+                format!("API round trip (Run RPC, test.ping, {n} minion{plural}), p99"),
+                "ms",
+                Summary::of(&p99s).context("no runs")?,
+                None,
+                if n == 1 { Target::at_most(5.0) } else { None },
+            )
+            .note(format!(
+                "{note}; Salt's peer reports p90 only: {}",
+                salt.as_ref()
+                    .map_or("—".into(), |s| format!("{:.1} ms", s.roundtrip_p90_ms))
+            )),
+        );
+        let hist: Vec<serde_json::Value> = all
+            .iter()
+            .map(|v| {
+                json!({ "p50": percentile(v, 50.0), "p90": percentile(v, 90.0),
+                        "p99": percentile(v, 99.0), "max": percentile(v, 100.0) })
+            })
+            .collect();
+        self.details
+            .insert(format!("rpc-{n}"), json!({ "runs": hist }));
+        Ok(())
+    }
+
+    async fn minion_rss(&mut self) -> anyhow::Result<()> {
+        let runs = self.runs(3);
+        let dir = self.fresh_dir("minion-rss")?;
+        let mut rss = Vec::new();
+        for r in 0..runs {
+            let (master, minions) = self.fleet(&dir.join(format!("run-{r}")), 1)?;
+            let mut client = master.client().await?;
+            for _ in 0..10 {
+                run_job(&mut client, "*", "test.ping", 10.0).await?;
+            }
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            rss.push(minions[0].rss_kib()? as f64 / 1024.0);
+        }
+        let salt = self.salt.figures(1).cloned();
+        self.figures.push(
+            Figure::new(
+                "minion-rss",
+                1,
+                "minion_rss_mib",
+                "one minion process, idle, resident memory",
+                "MiB",
+                Summary::of(&rss).context("no runs")?,
+                salt.as_ref().map(|s| Summary::single(s.one_minion_rss_mib)),
+                Target::at_most(10.0),
+            )
+            .note("VmRSS of saltq-minion, subscribed, 5 s after 10 test.ping jobs"),
+        );
+        self.details
+            .insert("minion-rss".into(), json!({ "rss_mib": rss }));
+        Ok(())
+    }
+
+    async fn swarm(&mut self, n: usize) -> anyhow::Result<()> {
+        let runs = self.runs(3);
+        let jobs = if n >= 5000 { 10 } else { 20 };
+        let dir = self.fresh_dir(&format!("swarm-{n}"))?;
+        let connect_limit = Duration::from_secs(120 + n as u64 / 20);
+        let (mut connect, mut p50s, mut rss, mut rss_connected, mut swarm_rss) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut per_run = Vec::new();
+        for r in 0..runs {
+            // Fresh processes every run; the first run also creates and accepts every key.
+            let mut master = Master::start(&self.bins, &dir.join("master"))?;
+            let started = Instant::now();
+            let mut swarm = start_swarm(&self.bins, &dir.join("swarm"), n, master.port)?;
+            let took =
+                master.wait_connected(n as u64, started, connect_limit, &mut [&mut swarm])?;
+            let connected_rss = master.proc.rss_kib()? as f64 / 1024.0;
+            let mut client = master.client().await?;
+            let warm = run_job(&mut client, "*", "test.ping", 30.0).await?;
+            if warm.returned as usize != n {
+                bail!("swarm warm-up job: {} of {n} returned", warm.returned);
+            }
+            let mut lat = Vec::new();
+            for _ in 0..jobs {
+                let o = run_job(&mut client, "*", "test.ping", 30.0).await?;
+                if o.returned as usize != n {
+                    bail!(
+                        "swarm job: {} of {n} returned ({} did not)",
+                        o.returned,
+                        o.not_returned
+                    );
+                }
+                lat.push(o.elapsed.as_secs_f64() * 1e3);
+            }
+            let after_rss = master.proc.rss_kib()? as f64 / 1024.0;
+            let hwm = master.proc.hwm_kib()? as f64 / 1024.0;
+            let s_rss = swarm.rss_kib()? as f64 / 1024.0;
+            drop(client);
+            swarm.stop();
+            master.proc.stop();
+            let mut sorted = lat.clone();
+            sorted.sort_by(f64::total_cmp);
+            let p50 = percentile(&sorted, 50.0);
+            eprintln!(
+                "  run {r}: connected in {:.2} s, publish → all returned p50 {p50:.1} ms, master {after_rss:.0} MiB",
+                took.as_secs_f64()
+            );
+            per_run.push(
+                json!({ "keys_created": r == 0, "connect_s": took.as_secs_f64(),
+                "returned_ms": lat, "master_rss_connected_mib": connected_rss,
+                "master_rss_after_jobs_mib": after_rss, "master_hwm_mib": hwm,
+                "swarm_rss_mib": s_rss }),
+            );
+            connect.push(took.as_secs_f64());
+            p50s.push(p50);
+            rss.push(after_rss);
+            rss_connected.push(connected_rss);
+            swarm_rss.push(s_rss);
+        }
+        let big = n >= 10_000;
+        self.figures.push(
+            Figure::new(
+                "swarm",
+                n,
+                "swarm_returned_p50_ms",
+                format!("swarm of {n}: publish to all returned, p50"),
+                "ms",
+                Summary::of(&p50s).context("no runs")?,
+                None,
+                match n {
+                    1000 => Target::at_most(200.0),
+                    10_000 => Target::at_most(1500.0),
+                    _ => None,
+                },
+            )
+            .note(format!(
+                "`JobService.Run` '*' test.ping until Finished, {jobs} jobs per run after one warm-up, \
+                 {runs} runs with fresh processes; median, min, max of the per-run p50"
+            )),
+        );
+        self.figures.push(
+            Figure::new(
+                "swarm",
+                n,
+                "swarm_connect_first_s",
+                format!("swarm of {n}: all connected and subscribed, first start (keys created and auto-accepted)"),
+                "s",
+                Summary::single(connect[0]),
+                None,
+                if big { Target::at_most(15.0) } else { None },
+            )
+            .note("fresh master and swarm processes, no keys anywhere; from spawning the swarm to the master's connected gauge reaching N"),
+        );
+        if connect.len() > 1 {
+            self.figures.push(
+                Figure::new(
+                    "swarm",
+                    n,
+                    "swarm_connect_s",
+                    format!(
+                        "swarm of {n}: all connected and subscribed, fresh processes, keys on disk"
+                    ),
+                    "s",
+                    Summary::of(&connect[1..]).context("no runs")?,
+                    None,
+                    if big { Target::at_most(15.0) } else { None },
+                )
+                .note(
+                    "master and swarm restarted; keys already accepted (as after a master restart)",
+                ),
+            );
+        }
+        self.figures.push(
+            Figure::new(
+                "swarm",
+                n,
+                "master_rss_mib",
+                format!("master resident memory, {n} minions connected"),
+                "MiB",
+                Summary::of(&rss).context("no runs")?,
+                None,
+                if big { Target::at_most(1024.0) } else { None },
+            )
+            .note(format!(
+                "VmRSS after the jobs; just after connecting: {:.0} MiB (median)",
+                Summary::of(&rss_connected).map_or(0.0, |s| s.median)
+            )),
+        );
+        self.figures.push(Figure::new(
+            "swarm",
+            n,
+            "swarm_rss_mib",
+            format!("the swarm process, {n} virtual minions, resident memory"),
+            "MiB",
+            Summary::of(&swarm_rss).context("no runs")?,
+            None,
+            None,
+        ));
+        self.details
+            .insert(format!("swarm-{n}"), json!({ "runs": per_run }));
+        Ok(())
+    }
+
+    async fn returns(&mut self, n: usize) -> anyhow::Result<()> {
+        const CACHE_RETURNS: usize = 100_000;
+        const WRITERS: usize = 256;
+        const IN_FLIGHT: usize = 4;
+        const WINDOW: Duration = Duration::from_secs(15);
+        let runs = self.runs(3);
+        let dir = self.fresh_dir(&format!("returns-{n}"))?;
+
+        // The job cache alone.
+        let example = self.bins.dir.join("examples/bench_returns");
+        if !example.is_file() {
+            bail!(
+                "{} is missing: build with `cargo build --release -p saltq-jobcache --example bench_returns`",
+                example.display()
+            );
+        }
+        let mut cache_rates = Vec::new();
+        for _ in 0..runs {
+            let mut cmd = Command::new(&example);
+            cmd.args([CACHE_RETURNS.to_string(), WRITERS.to_string()])
+                .env("TMPDIR", &dir);
+            let (_, status, out) = timed_output(&mut cmd, Duration::from_secs(600))?;
+            if !status.success() {
+                bail!("bench_returns failed ({status}):\n{out}");
+            }
+            cache_rates.push(parse_rate(&out).with_context(|| format!("no rate in: {out}"))?);
+        }
+
+        // Through the master: a swarm, IN_FLIGHT concurrent Run loops for WINDOW.
+        let mut e2e = Vec::new();
+        {
+            let mut master = Master::start(&self.bins, &dir.join("master"))?;
+            let started = Instant::now();
+            let mut swarm = start_swarm(&self.bins, &dir.join("swarm"), n, master.port)?;
+            master.wait_connected(
+                n as u64,
+                started,
+                Duration::from_secs(300),
+                &mut [&mut swarm],
+            )?;
+            let client = master.client().await?;
+            let mut c = client.clone();
+            run_job(&mut c, "*", "test.ping", 30.0).await?; // warm-up
+            for _ in 0..runs {
+                let stored = |m: &Master| -> anyhow::Result<f64> {
+                    m.metrics()?
+                        .get("saltq_returns_stored_total")
+                        .context("no saltq_returns_stored_total in /metrics")
+                };
+                let before = stored(&master)?;
+                let t0 = Instant::now();
+                let mut loops = tokio::task::JoinSet::new();
+                for _ in 0..IN_FLIGHT {
+                    let mut c = client.clone();
+                    loops.spawn(async move {
+                        let mut jobs = 0usize;
+                        while t0.elapsed() < WINDOW {
+                            let o = run_job(&mut c, "*", "test.ping", 30.0).await?;
+                            if o.returned as usize != n {
+                                bail!("{} of {n} returned", o.returned);
+                            }
+                            jobs += 1;
+                        }
+                        Ok(jobs)
+                    });
+                }
+                let mut jobs = 0;
+                while let Some(r) = loops.join_next().await {
+                    jobs += r.context("a job loop panicked")??;
+                }
+                let secs = t0.elapsed().as_secs_f64();
+                let delta = stored(&master)? - before;
+                if (delta as usize) < jobs * n {
+                    bail!("{jobs} jobs of {n} finished but only {delta} returns were stored");
+                }
+                eprintln!(
+                    "  {jobs} jobs, {delta} returns stored in {secs:.1} s = {:.0}/s",
+                    delta / secs
+                );
+                e2e.push(delta / secs);
+            }
+        }
+        self.figures.push(
+            Figure::new(
+                "returns",
+                n,
+                "jobcache_returns_per_s",
+                "returns stored per second, embedded job cache alone (SQLite)",
+                "returns/s",
+                Summary::of(&cache_rates).context("no runs")?,
+                None,
+                Target::at_least(10_000.0),
+            )
+            .note(format!(
+                "`bench_returns {CACHE_RETURNS} {WRITERS}` (saltq-jobcache example), {runs} runs"
+            )),
+        );
+        self.figures.push(
+            Figure::new(
+                "returns",
+                n,
+                "e2e_returns_per_s",
+                format!("returns stored per second through the master, swarm of {n}"),
+                "returns/s",
+                Summary::of(&e2e).context("no runs")?,
+                None,
+                Target::at_least(10_000.0),
+            )
+            .note(format!(
+                "{IN_FLIGHT} concurrent `Run` '*' test.ping loops for {} s per run; \
+                 saltq_returns_stored_total delta ÷ time",
+                WINDOW.as_secs()
+            )),
+        );
+        self.details.insert(
+            format!("returns-{n}"),
+            json!({ "jobcache_returns_per_s": cache_rates, "e2e_returns_per_s": e2e }),
+        );
+        Ok(())
+    }
+}
+
+/// The rate in bench_returns' `sqlite: ... = X returns/s; ...` line.
+fn parse_rate(out: &str) -> Option<f64> {
+    let line = out.lines().find(|l| l.starts_with("sqlite:"))?;
+    let (_, rest) = line.split_once(" = ")?;
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_bench_returns() {
+        let out = "sqlite: 100000 returns from 256 writers in 2.50 s = 40000 returns/s; \
+                   120 transactions (avg 833 returns each); latency p50 5.00 ms, p99 9.00 ms\n";
+        assert_eq!(parse_rate(out), Some(40000.0));
+        assert_eq!(parse_rate("nothing"), None);
+    }
+}

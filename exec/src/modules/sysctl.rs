@@ -1,0 +1,212 @@
+//! Salt's `sysctl` module on Linux (`linux_sysctl`): kernel parameters read and set with the
+//! `sysctl` command.
+
+use serde_json::{Map, Value, json};
+
+use crate::error::ExecError;
+use crate::modules::run_cmd;
+use crate::pyish::{py_str, truthy};
+use crate::spec::{Call, Function, Lit, Param};
+
+/// The `sysctl` module's functions.
+pub(crate) const FUNCTIONS: &[Function] = &[
+    Function::new("sysctl.assign", handler!(assign))
+        .params(&[Param::req("name"), Param::req("value")])
+        .doc(ASSIGN_DOC),
+    Function::new("sysctl.get", handler!(get))
+        .params(&[Param::req("name")])
+        .doc(GET_DOC),
+    Function::new("sysctl.show", handler!(show))
+        .params(&[Param::opt("config_file", Lit::Bool(false))])
+        .doc(SHOW_DOC),
+];
+
+/// `sysctl -a` output (`name = value` lines) as a dict.
+pub(crate) fn parse_all(out: &str) -> Map<String, Value> {
+    out.lines()
+        .filter_map(|l| l.split_once(" = "))
+        .map(|(k, v)| (k.to_owned(), json!(v)))
+        .collect()
+}
+
+/// A sysctl file (`name = value` lines, `#` comments) as a dict.
+pub(crate) fn parse_conf(text: &str) -> Map<String, Value> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim_end().to_owned(), json!(v.trim_start())))
+        .collect()
+}
+
+const SHOW_DOC: &str = "Return every kernel parameter and its value (``sysctl -a``), or those set
+in ``config_file``
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' sysctl.show
+    salt '*' sysctl.show config_file=/etc/sysctl.conf
+";
+
+async fn show(call: Call) -> Result<Value, ExecError> {
+    if let Some(file) = call.opt_arg("config_file").filter(|v| truthy(v)) {
+        let path = py_str(file);
+        return Ok(match std::fs::read_to_string(&path) {
+            Ok(text) => Value::Object(parse_conf(&text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!([]),
+            Err(_) => Value::Null,
+        });
+    }
+    Ok(Value::Object(parse_all(
+        &run_cmd(&call, &["sysctl", "-a"]).await?.stdout,
+    )))
+}
+
+const GET_DOC: &str = "Return one kernel parameter's value (``sysctl -n``)
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' sysctl.get net.ipv4.ip_forward
+";
+
+async fn get(call: Call) -> Result<Value, ExecError> {
+    let out = run_cmd(&call, &["sysctl", "-n", &py_str(call.arg("name"))]).await?;
+    call.set_retcode(out.code);
+    // cmd.run's output: stdout and stderr together, trailing whitespace stripped.
+    Ok(json!(format!("{}{}", out.stdout, out.stderr).trim_end()))
+}
+
+const ASSIGN_DOC: &str = "Set a kernel parameter now (``sysctl -w``); returns ``{name: value}`` as
+``sysctl`` reports it
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' sysctl.assign net.ipv4.ip_forward 1
+";
+
+async fn assign(call: Call) -> Result<Value, ExecError> {
+    let name = py_str(call.arg("name"));
+    let value = py_str(call.arg("value"));
+    let proc_path: String = name
+        .chars()
+        .map(|c| match c {
+            '.' => '/',
+            '/' => '.',
+            c => c,
+        })
+        .collect();
+    if !std::path::Path::new("/proc/sys").join(&proc_path).exists() {
+        return Err(ExecError::execution(format!(
+            "sysctl {name} does not exist"
+        )));
+    }
+    let out = run_cmd(&call, &["sysctl", "-w", &format!("{name}={value}")]).await?;
+    let line = out.stdout.trim_end();
+    let expected = format!("{name} = {value}");
+    let normalized: String = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    if normalized != expected.split_whitespace().collect::<Vec<_>>().join(" ")
+        || out.stderr.contains("Invalid argument")
+    {
+        let error = if out.code != 0 && !out.stderr.is_empty() {
+            out.stderr.trim_end()
+        } else {
+            line
+        };
+        return Err(ExecError::execution(format!("sysctl -w failed: {error}")));
+    }
+    let (k, v) = line.split_once(" = ").unwrap_or((line, ""));
+    let mut ret = Map::new();
+    ret.insert(k.to_owned(), json!(v));
+    Ok(Value::Object(ret))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::testutil::{check, run};
+
+    #[test]
+    fn parsers_like_salt() {
+        assert_eq!(
+            Value::Object(parse_all(
+                "abi.vsyscall32 = 1\nkernel.domainname = (none)\nnoise\nnet.x = a = b\n"
+            )),
+            json!({"abi.vsyscall32": "1", "kernel.domainname": "(none)", "net.x": "a = b"})
+        );
+        assert_eq!(
+            Value::Object(parse_conf(
+                "# comment\nnet.ipv4.ip_forward = 1\n  vm.swappiness=10\n"
+            )),
+            json!({"net.ipv4.ip_forward": "1", "vm.swappiness": "10"})
+        );
+    }
+
+    #[tokio::test]
+    async fn on_this_host() {
+        if crate::modules::cmd::which_path("sysctl").is_none() {
+            println!("sysctl: no sysctl command here; checking the error only");
+            check(
+                "sysctl.get",
+                json!(["kernel.ostype"]),
+                json!({}),
+                json!("Command required for 'sysctl.get' not found: sysctl"),
+                1,
+            )
+            .await;
+            return;
+        }
+        check(
+            "sysctl.get",
+            json!(["kernel.ostype"]),
+            json!({}),
+            json!("Linux"),
+            0,
+        )
+        .await;
+        let out = run("sysctl.get", json!(["nosuch.key"])).await;
+        assert_eq!(
+            out.ret,
+            json!("sysctl: cannot stat /proc/sys/nosuch/key: No such file or directory")
+        );
+        let all = run("sysctl.show", json!([])).await.ret;
+        assert_eq!(all["kernel.ostype"], json!("Linux"));
+        check(
+            "sysctl.show",
+            json!(["/nonexistent/sysctl.conf"]),
+            json!({}),
+            json!([]),
+            0,
+        )
+        .await;
+        check(
+            "sysctl.assign",
+            json!(["nosuch.key", 1]),
+            json!({}),
+            json!("ERROR: sysctl nosuch.key does not exist"),
+            1,
+        )
+        .await;
+        // Assigning a parameter its own value changes nothing; a read-only /proc/sys (a
+        // container) refuses, which is the error path.
+        let current = run("sysctl.get", json!(["vm.swappiness"])).await.ret;
+        let out = run("sysctl.assign", json!(["vm.swappiness", current.clone()])).await;
+        if out.retcode == 0 {
+            assert_eq!(out.ret, json!({"vm.swappiness": current}));
+        } else {
+            println!("sysctl.assign: /proc/sys is read-only here: {}", out.ret);
+            assert!(
+                out.ret
+                    .as_str()
+                    .is_some_and(|s| s.starts_with("ERROR: sysctl -w failed: "))
+            );
+        }
+    }
+}
