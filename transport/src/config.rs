@@ -108,12 +108,28 @@ pub fn load_yaml_split<T: DeserializeOwned + Default>(
             }
         }
     }
-    let typed = serde_yaml_ng::from_value(serde_yaml_ng::Value::Mapping(rest)).map_err(|e| {
-        ConfigError::Invalid {
-            path: path.to_path_buf(),
-            message: e.to_string().replace("unknown field", "unknown key"),
-        }
-    })?;
+    // A value deserializer knows no line numbers; the key path names the place instead.
+    let typed = serde_path_to_error::deserialize(serde_yaml_ng::Value::Mapping(rest)).map_err(
+        |e: serde_path_to_error::Error<serde_yaml_ng::Error>| {
+            let key = e.path().to_string();
+            let message = e
+                .inner()
+                .to_string()
+                .replace("unknown field", "unknown key");
+            if key == "." || message.starts_with("unknown key") {
+                ConfigError::Invalid {
+                    path: path.to_path_buf(),
+                    message,
+                }
+            } else {
+                ConfigError::Value {
+                    path: path.to_path_buf(),
+                    key,
+                    message,
+                }
+            }
+        },
+    )?;
     Ok((typed, apart))
 }
 
@@ -194,6 +210,26 @@ mod tests {
             load_yaml::<Sample>(&dir.join("none"), false).unwrap().port,
             0
         );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn split_loading_names_the_key() {
+        let dir = std::env::temp_dir().join(format!("saltq-cfgs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("master");
+        std::fs::write(&f, "port: many\nmysql.host: db\n").unwrap();
+        let e = load_yaml_split::<Sample>(&f, |k| k.starts_with("mysql."))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("key \"port\"") && e.contains("invalid type"),
+            "{e}"
+        );
+        std::fs::write(&f, "port: 7\nmysql.host: db\n").unwrap();
+        let (s, apart) = load_yaml_split::<Sample>(&f, |k| k.starts_with("mysql.")).unwrap();
+        assert_eq!(s.port, 7);
+        assert_eq!(apart["mysql.host"], "db");
         let _ = std::fs::remove_dir_all(dir);
     }
 

@@ -114,7 +114,14 @@ fn kill_job_kills_the_command() {
             .is_some_and(|a| a.iter().any(|j| j["jid"] == jid.as_str()));
         found.then_some(v)
     });
-    assert_eq!(running["k1"][0]["fun"], "cmd.run");
+    let ours = running["k1"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["jid"] == jid.as_str())
+        .cloned()
+        .unwrap();
+    assert_eq!(ours["fun"], "cmd.run");
     let o = master.saltq(&["-L", "k1", "saltutil.find_job", &jid, "--out", "json"]);
     assert_eq!(o.json()["k1"]["jid"], jid.as_str(), "{o:?}");
     // The sleeping child's pid, from the shell the job started.
