@@ -5,6 +5,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use saltq_tests::{Master, Scratch, bin, eventually};
+use serde_json::json;
 
 #[test]
 fn pending_then_accepted_then_subscribed() {
@@ -343,4 +344,75 @@ fn a_dead_minion_is_noticed_within_seconds() {
         },
     );
     assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn auth_and_key_events_as_salt_fires_them() {
+    let master = Master::start("");
+    let watch = |tag: &str, count: &str| {
+        let mut cmd = Command::new(bin("saltq"));
+        cmd.arg("-c")
+            .arg(master.cli_dir())
+            .args(["events", "--tag", tag, "--count", count]);
+        cmd.stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("events")
+    };
+    let auth = watch("salt/auth", "1");
+    let keys = watch("salt/key", "2");
+    std::thread::sleep(Duration::from_millis(400));
+    let _m = master.minion("ev1", "");
+    eventually("ev1 pending", Duration::from_secs(10), || {
+        let o = master.saltq(&["key", "-l", "pre", "--out", "json"]);
+        o.stdout.contains("ev1").then_some(())
+    });
+    assert_eq!(master.saltq(&["key", "-a", "ev1", "-y"]).code, 0);
+    assert_eq!(master.saltq(&["key", "-d", "ev1", "-y"]).code, 0);
+    let parse = |child: std::process::Child| -> Vec<(String, serde_json::Value)> {
+        let out = child.wait_with_output().expect("events");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                let (t, d) = l.split_once('\t').expect("tag<TAB>json");
+                (t.to_owned(), serde_json::from_str(d).expect("json"))
+            })
+            .collect()
+    };
+    let pick = |e: &(String, serde_json::Value)| {
+        assert!(e.1["_stamp"].is_string(), "{e:?}");
+        (
+            e.0.clone(),
+            e.1["act"].clone(),
+            e.1["id"].clone(),
+            e.1["result"].clone(),
+        )
+    };
+    let auth: Vec<_> = parse(auth).iter().map(pick).collect();
+    assert_eq!(
+        auth,
+        vec![(
+            "salt/auth".to_owned(),
+            json!("pend"),
+            json!("ev1"),
+            json!(true)
+        )]
+    );
+    let keys: Vec<_> = parse(keys).iter().map(pick).collect();
+    assert_eq!(
+        keys,
+        vec![
+            (
+                "salt/key".to_owned(),
+                json!("accept"),
+                json!("ev1"),
+                json!(true)
+            ),
+            (
+                "salt/key".to_owned(),
+                json!("delete"),
+                json!("ev1"),
+                json!(true)
+            ),
+        ]
+    );
 }
