@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use saltq_proto::v1::{
-    self as pb, event_service_client::EventServiceClient, job_service_client::JobServiceClient,
+    self as pb, event_service_client::EventServiceClient,
     runner_service_client::RunnerServiceClient,
 };
 use saltq_semantics::args::parse_input;
@@ -99,11 +99,21 @@ async fn with_printer(out: &OutputArgs) -> Result<Printer, i32> {
 
 /// `saltq run`.
 pub async fn run_runner(conn: &ConnectArgs, out: &OutputArgs, a: &RunArgs) -> i32 {
+    let (args, kwargs) = parse_input(&a.args);
+    run_runner_with(conn, out, a, args, kwargs).await
+}
+
+async fn run_runner_with(
+    conn: &ConnectArgs,
+    out: &OutputArgs,
+    a: &RunArgs,
+    args: Vec<Value>,
+    kwargs: Map<String, Value>,
+) -> i32 {
     let mut printer = match with_printer(out).await {
         Ok(p) => p,
         Err(c) => return c,
     };
-    let (args, kwargs) = parse_input(&a.args);
     let ch = match crate::dial(conn).await {
         Ok(ch) => ch,
         Err(code) => return code,
@@ -175,158 +185,48 @@ fn since(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
         .map_err(|e| format!("invalid --since {s:?}: {e}"))
 }
 
-fn ts(t: chrono::DateTime<chrono::Utc>) -> prost_types::Timestamp {
-    prost_types::Timestamp {
-        seconds: t.timestamp(),
-        nanos: 0,
-    }
-}
-
-fn fun_value(fun: &[String]) -> Value {
-    match fun {
-        [one] => json!(one),
-        many => json!(many),
-    }
-}
-
-/// `saltq jobs`.
+/// `saltq jobs`: shortcuts for the `jobs` runners, so the output is theirs by construction.
 pub async fn jobs(conn: &ConnectArgs, out: &OutputArgs, cmd: &JobsCmd) -> i32 {
-    let mut printer = match with_printer(out).await {
-        Ok(p) => p,
-        Err(c) => return c,
-    };
-    let ch = match crate::dial(conn).await {
-        Ok(ch) => ch,
-        Err(code) => return code,
-    };
-    let mut client = JobServiceClient::new(ch.clone()).max_decoding_message_size(usize::MAX);
-    match cmd {
+    let (fun, args, kwargs): (&str, Vec<Value>, Map<String, Value>) = match cmd {
+        JobsCmd::Active => ("jobs.active", vec![], Map::new()),
         JobsCmd::Lookup { jid } => {
             if let Err(e) = Jid::parse(jid) {
                 return exit::usage(&e.to_string());
             }
-            match client
-                .lookup_job(pb::LookupJobRequest { jid: jid.clone() })
-                .await
-            {
-                Ok(r) => {
-                    // As jobs.lookup_jid: {minion: return}.
-                    let mut m = Map::new();
-                    for ret in r.into_inner().returns {
-                        m.insert(
-                            ret.id.clone(),
-                            ret.r#return
-                                .as_ref()
-                                .map(value::from_prost)
-                                .unwrap_or(Value::Null),
-                        );
-                    }
-                    printer.print(&Value::Object(m), None);
-                    exit::OK
-                }
-                Err(s) if s.code() == tonic::Code::NotFound => {
-                    printer.print(&json!({}), None);
-                    exit::OK
-                }
-                Err(s) => crate::report_rpc_failure(&ch, &s),
-            }
+            ("jobs.lookup_jid", vec![json!(jid)], Map::new())
         }
         JobsCmd::List {
             function,
             target,
             since: s,
         } => {
-            let start = match s.as_deref().map(since).transpose() {
-                Ok(t) => t,
-                Err(e) => return exit::usage(&e),
-            };
-            let req = pb::ListJobsRequest {
-                function: function.clone().unwrap_or_default(),
-                target: target.clone().unwrap_or_default(),
-                start_time: start.map(ts),
-                end_time: None,
-                limit: 0,
-            };
-            match client.list_jobs(req).await {
-                Ok(r) => {
-                    // As jobs.list_jobs: {jid: {Function, Arguments, Target, Target-type, User, StartTime}}.
-                    let mut m = Map::new();
-                    for j in r.into_inner().jobs {
-                        let Some(l) = j.load else { continue };
-                        let start = Jid::parse(&l.jid)
-                            .map(|j| j.to_time_string())
-                            .unwrap_or_default();
-                        m.insert(l.jid.clone(), json!({
-                            "Function": fun_value(&l.fun),
-                            "Arguments": l.arg.iter().map(value::from_prost).collect::<Vec<_>>(),
-                            "Target": l.tgt,
-                            "Target-type": l.tgt_type,
-                            "User": l.user,
-                            "StartTime": start,
-                        }));
-                    }
-                    printer.print(&Value::Object(m), None);
-                    exit::OK
-                }
-                Err(s) => crate::report_rpc_failure(&ch, &s),
+            let mut k = Map::new();
+            if let Some(f) = function {
+                k.insert("search_function".into(), json!(f));
             }
-        }
-        JobsCmd::Active => {
-            let req = pb::RunRequest {
-                publish: Some(pb::PublishRequest {
-                    tgt: "*".into(),
-                    fun: vec!["saltutil.running".into()],
-                    ..Default::default()
-                }),
-                timeout: 5.0,
-                gather_job_timeout: 5.0,
-            };
-            let mut stream = match client.run(req).await {
-                Ok(s) => s.into_inner(),
-                Err(s) if s.code() == tonic::Code::NotFound => {
-                    printer.print(&json!({}), None);
-                    return exit::OK;
-                }
-                Err(s) => return crate::report_rpc_failure(&ch, &s),
-            };
-            // As jobs.active: {jid: {Function, Arguments, Target, Target-type, User, Running: [{id: pid}]}}.
-            let mut active: Map<String, Value> = Map::new();
-            while let Ok(Some(m)) = stream.message().await {
-                let Some(pb::run_response::Kind::MinionReturn(r)) = m.kind else {
-                    continue;
-                };
-                let running = r
-                    .r#return
-                    .as_ref()
-                    .map(value::from_prost)
-                    .unwrap_or(Value::Null);
-                for job in running.as_array().cloned().unwrap_or_default() {
-                    let jid = job
-                        .get("jid")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned();
-                    let entry = active.entry(jid).or_insert_with(|| {
-                        json!({
-                            "Function": job.get("fun").cloned().unwrap_or(Value::Null),
-                            "Arguments": job.get("arg").cloned().unwrap_or(json!([])),
-                            "Target": job.get("tgt").cloned().unwrap_or(Value::Null),
-                            "Target-type": job.get("tgt_type").cloned().unwrap_or(Value::Null),
-                            "User": job.get("user").cloned().unwrap_or(Value::Null),
-                            "Running": [],
-                        })
-                    });
-                    if let Some(list) = entry.get_mut("Running").and_then(Value::as_array_mut) {
-                        list.push(
-                            json!({ r.id.clone(): job.get("pid").cloned().unwrap_or(Value::Null) }),
+            if let Some(t) = target {
+                k.insert("search_target".into(), json!(t));
+            }
+            if let Some(s) = s {
+                match since(s) {
+                    Ok(t) => {
+                        k.insert(
+                            "start_time".into(),
+                            json!(t.format("%Y-%m-%dT%H:%M:%S").to_string()),
                         );
                     }
+                    Err(e) => return exit::usage(&e),
                 }
             }
-            printer.print(&Value::Object(active), None);
-            exit::OK
+            ("jobs.list_jobs", vec![], k)
         }
-    }
+    };
+    let a = RunArgs {
+        r#async: false,
+        fun: fun.to_owned(),
+        args: vec![],
+    };
+    run_runner_with(conn, out, &a, args, kwargs).await
 }
 
 /// `saltq events`: `tag<TAB>json` per event, as `salt-run state.event pretty=False`.
