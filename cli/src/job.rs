@@ -250,6 +250,8 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &JobArgs) -> i32 {
     };
     let mut retcodes = Vec::new();
     let mut collected: BTreeMap<String, Value> = BTreeMap::new();
+    // salt prints sys.doc once per function, not once per minion.
+    let sys_doc = a.function == "sys.doc";
     let mut jid = String::new();
     loop {
         let msg = match stream.message().await {
@@ -278,7 +280,9 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &JobArgs) -> i32 {
                     .unwrap_or(Value::Null);
                 retcodes.push(retcode_of(&r, &ret));
                 let hint = r.out.parse::<Outputter>().ok();
-                if a.r#static {
+                if sys_doc {
+                    collected.insert(r.id.clone(), ret);
+                } else if a.r#static {
                     collected.insert(r.id.clone(), ret);
                 } else {
                     printer.print(&json!({ r.id.clone(): ret }), hint);
@@ -286,7 +290,7 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &JobArgs) -> i32 {
             }
             Some(Kind::NoReturn(n)) => {
                 retcodes.push(1);
-                if a.hide_timeout {
+                if a.hide_timeout || sys_doc {
                     continue;
                 }
                 let reason = pb::NoReturnReason::try_from(n.reason)
@@ -300,6 +304,9 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &JobArgs) -> i32 {
             }
             Some(Kind::Finished(_)) | None => {}
         }
+    }
+    if sys_doc {
+        return print_docs(&collected, &mut printer);
     }
     if a.r#static && !collected.is_empty() {
         let all: Map<String, Value> = collected.into_iter().collect();
@@ -317,6 +324,36 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &JobArgs) -> i32 {
     if retcodes.iter().any(|c| *c != 0) {
         eprintln!("ERROR: Minions returned with non-zero exit code");
         return exit::GENERIC;
+    }
+    exit::OK
+}
+
+/// salt's `_print_docs`: each function's doc once, `fun:` then the doc then a blank line; with
+/// `--out`, each `{fun: doc}` through the outputter.
+fn print_docs(rets: &BTreeMap<String, Value>, printer: &mut Printer) -> i32 {
+    if rets.is_empty() {
+        eprintln!("No minions found to gather docs from");
+        return exit::NO_RETURN;
+    }
+    let mut docs: BTreeMap<String, Value> = BTreeMap::new();
+    for ret in rets.values() {
+        for (fun, doc) in ret.as_object().into_iter().flatten() {
+            let empty = doc.is_null() || doc.as_str() == Some("");
+            if !empty && !docs.contains_key(fun) {
+                docs.insert(fun.clone(), doc.clone());
+            }
+        }
+    }
+    for (fun, doc) in docs {
+        if printer.chosen().is_some() {
+            printer.print(&json!({ fun: doc }), Some(Outputter::Nested));
+        } else {
+            let text = doc
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| doc.to_string());
+            printer.write(&format!("{fun}:\n{text}\n\n"));
+        }
     }
     exit::OK
 }

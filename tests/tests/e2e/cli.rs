@@ -120,6 +120,14 @@ fn verbose_show_jid_static_hide_timeout_and_async_lookup() {
         "--hide-timeout",
     ]);
     assert_eq!((o.code, o.stdout.as_str()), (1, "v1:\n    True\n"), "{o:?}");
+    // sys.doc prints each function's doc once, as salt's _print_docs.
+    let o = master.saltq(&["*", "sys.doc", "test.ping"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(
+        o.stdout.starts_with("test.ping:\n") && o.stdout.contains("Check that the minion is up"),
+        "{o:?}"
+    );
+    assert!(!o.stdout.contains("v1:"), "not per minion: {o:?}");
     // --async, then look the job up.
     let o = master.saltq(&["v1", "test.echo", "later", "--async"]);
     assert!(
