@@ -323,51 +323,51 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &KeyArgs) -> i32 {
         return exit::OK;
     }
 
-    if a.finger.is_some() || a.finger_all {
+    // Fingerprints (-f/-F) and public keys (-p/-P) come back in the same four maps.
+    let per_state = if a.finger.is_some() || a.finger_all {
         let glob = a.finger.clone().unwrap_or_else(|| "*".into());
-        return match client
-            .finger_keys(pb::FingerKeysRequest { r#match: glob })
-            .await
-        {
-            Ok(r) => {
-                let r = r.into_inner();
-                let g = maps([
-                    (ACC, r.minions),
-                    (PRE, r.minions_pre),
-                    (REJ, r.minions_rejected),
-                    (DEN, r.minions_denied),
-                ]);
-                show(
-                    &mut printer,
-                    g.into_iter()
-                        .filter(|(_, v)| v.as_object().is_some_and(|m| !m.is_empty()))
-                        .collect(),
-                );
-                exit::OK
-            }
-            Err(s) => fail(s),
-        };
-    }
-    if a.print.is_some() || a.print_all {
+        Some(
+            client
+                .finger_keys(pb::FingerKeysRequest { r#match: glob })
+                .await
+                .map(|r| {
+                    let r = r.into_inner();
+                    [
+                        r.minions,
+                        r.minions_pre,
+                        r.minions_rejected,
+                        r.minions_denied,
+                    ]
+                }),
+        )
+    } else if a.print.is_some() || a.print_all {
         let glob = a.print.clone().unwrap_or_else(|| "*".into());
-        return match client
-            .print_keys(pb::PrintKeysRequest { r#match: glob })
-            .await
-        {
-            Ok(r) => {
-                let r = r.into_inner();
-                let g = maps([
-                    (ACC, r.minions),
-                    (PRE, r.minions_pre),
-                    (REJ, r.minions_rejected),
-                    (DEN, r.minions_denied),
-                ]);
-                show(
-                    &mut printer,
-                    g.into_iter()
-                        .filter(|(_, v)| v.as_object().is_some_and(|m| !m.is_empty()))
-                        .collect(),
-                );
+        Some(
+            client
+                .print_keys(pb::PrintKeysRequest { r#match: glob })
+                .await
+                .map(|r| {
+                    let r = r.into_inner();
+                    [
+                        r.minions,
+                        r.minions_pre,
+                        r.minions_rejected,
+                        r.minions_denied,
+                    ]
+                }),
+        )
+    } else {
+        None
+    };
+    if let Some(res) = per_state {
+        return match res {
+            Ok([acc, pre, rej, den]) => {
+                let g = maps([(ACC, acc), (PRE, pre), (REJ, rej), (DEN, den)]);
+                let non_empty = g
+                    .into_iter()
+                    .filter(|(_, v)| v.as_object().is_some_and(|m| !m.is_empty()))
+                    .collect();
+                show(&mut printer, non_empty);
                 exit::OK
             }
             Err(s) => fail(s),

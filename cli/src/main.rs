@@ -186,6 +186,25 @@ fn full_command() -> clap::Command {
         .args_conflicts_with_subcommands(true)
 }
 
+/// Parses argv with clap; on error prints clap's message and exits 64 (0 for --help/--version).
+fn parse_or_exit<T: CommandFactory + FromArgMatches>(argv: &[String]) -> T {
+    match T::command()
+        .try_get_matches_from(argv)
+        .and_then(|m| T::from_arg_matches(&m))
+    {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    }
+}
+
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -199,21 +218,7 @@ fn main() {
         }
     };
     let code = if is_subcommand(&argv) {
-        let cli = match SubCli::command()
-            .try_get_matches_from(&argv)
-            .and_then(|m| SubCli::from_arg_matches(&m))
-        {
-            Ok(c) => c,
-            Err(e) => {
-                let code = if e.use_stderr() {
-                    exit::USAGE
-                } else {
-                    exit::OK
-                };
-                let _ = e.print();
-                std::process::exit(code);
-            }
-        };
+        let cli: SubCli = parse_or_exit(&argv);
         saltq_transport::config::init_tracing(&cli.log_level, false);
         rt.block_on(async {
             match &cli.cmd {
@@ -243,21 +248,7 @@ fn main() {
             }
         })
     } else {
-        let cli = match JobCli::command()
-            .try_get_matches_from(&argv)
-            .and_then(|m| JobCli::from_arg_matches(&m))
-        {
-            Ok(c) => c,
-            Err(e) => {
-                let code = if e.use_stderr() {
-                    exit::USAGE
-                } else {
-                    exit::OK
-                };
-                let _ = e.print();
-                std::process::exit(code);
-            }
-        };
+        let cli: JobCli = parse_or_exit(&argv);
         saltq_transport::config::init_tracing(&cli.log_level, false);
         rt.block_on(job::run(&cli.conn, &cli.out, &cli.job))
     };

@@ -158,6 +158,33 @@ fn verify_self_signed(leaf: &CertificateDer<'_>, now: UnixTime) -> bool {
     }
 }
 
+/// The handshake-signature checks both of our verifiers delegate to the ring provider.
+macro_rules! provider_signatures {
+    () => {
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls12_signature(message, cert, dss, &algorithms())
+        }
+
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls13_signature(message, cert, dss, &algorithms())
+        }
+
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            algorithms().supported_schemes()
+        }
+    };
+}
+
 #[derive(Debug)]
 struct MasterClientVerifier {
     trust: Trust,
@@ -182,27 +209,7 @@ impl ClientCertVerifier for MasterClientVerifier {
         }
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &algorithms())
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &algorithms())
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        algorithms().supported_schemes()
-    }
+    provider_signatures!();
 }
 
 /// The master's server-side TLS configuration for one ALPN protocol.
@@ -323,25 +330,5 @@ impl ServerCertVerifier for FirstUseVerifier {
         Ok(ServerCertVerified::assertion())
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &algorithms())
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &algorithms())
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        algorithms().supported_schemes()
-    }
+    provider_signatures!();
 }
