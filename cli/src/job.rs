@@ -280,9 +280,7 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &JobArgs) -> i32 {
                     .unwrap_or(Value::Null);
                 retcodes.push(retcode_of(&r, &ret));
                 let hint = r.out.parse::<Outputter>().ok();
-                if sys_doc {
-                    collected.insert(r.id.clone(), ret);
-                } else if a.r#static {
+                if sys_doc || a.r#static {
                     collected.insert(r.id.clone(), ret);
                 } else {
                     printer.print(&json!({ r.id.clone(): ret }), hint);
