@@ -416,3 +416,18 @@ fn auth_and_key_events_as_salt_fires_them() {
         ]
     );
 }
+
+#[test]
+fn a_listener_can_be_turned_off() {
+    let master = Master::start("auto_accept: true\nh2_enabled: false");
+    let _m = master.minion("q1", "");
+    master.wait_for("q1");
+    let quic = master.saltq(&["--transport", "quic", "q1", "test.ping"]);
+    assert_eq!(quic.code, 0, "{quic:?}");
+    let h2 = master.saltq(&["--transport", "h2", "q1", "test.ping"]);
+    assert_eq!(h2.code, 69, "{h2:?}");
+    assert!(
+        h2.stderr.contains("over h2") && h2.stderr.contains("connection refused"),
+        "{h2:?}"
+    );
+}
