@@ -114,6 +114,11 @@ fn buf_curl_lists_and_calls_over_http3_and_http2() {
         let (code, out, err) = curl(&buf, &master, http3, false, &["--list-services", &url]);
         assert_ne!(code, 0, "http3={http3}: {out}");
         assert!(out.is_empty(), "http3={http3}: {out}");
-        assert!(err.contains("unavailable"), "http3={http3}: {err}");
+        // buf reports the refused handshake as "unavailable", or, when its HTTP/2 client wrote
+        // before reading the server's alert, as the broken connection.
+        let refused = ["unavailable", "broken pipe", "connection reset"]
+            .iter()
+            .any(|w| err.contains(w));
+        assert!(refused, "http3={http3}: {err}");
     }
 }
