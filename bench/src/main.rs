@@ -3,6 +3,7 @@
 //! `scripts/bench` builds everything first and calls this.
 
 mod fleet;
+mod host;
 mod procs;
 mod report;
 mod salt;
@@ -198,7 +199,7 @@ fn machine() -> serde_json::Value {
     json!({
         "cpu": cpu, "cores": cores, "memory_gib": mem_gib,
         "kernel": read("/proc/sys/kernel/osrelease").trim(),
-        "loadavg_at_start": read("/proc/loadavg").trim(),
+        "load_at_start": host::load(),
         "rustc": cmd("rustc", &["-V"]),
         "commit": cmd("git", &["rev-parse", "--short", "HEAD"]),
         "dirty": cmd("git", &["status", "--porcelain"]).map(|s| !s.is_empty()),

@@ -9,6 +9,7 @@ use anyhow::{Context, bail};
 use serde_json::json;
 
 use crate::fleet::{Bins, Master, run_job, start_minion, start_swarm};
+use crate::host;
 use crate::procs::{Proc, timed_output};
 use crate::report::{Figure, Target};
 use crate::salt::SaltPeer;
@@ -98,13 +99,20 @@ impl Ctx {
             bail!("the size must be at least 1");
         }
         eprintln!("# {} {size}", s.name());
-        match s {
+        let before = host::load();
+        let result = match s {
             Scenario::Cli => self.cli(size).await,
             Scenario::Rpc => self.rpc(size).await,
             Scenario::MinionRss => self.minion_rss().await,
             Scenario::Swarm => self.swarm(size).await,
             Scenario::Returns => self.returns(size).await,
-        }
+        };
+        // The machine is shared: how busy it was is part of the result.
+        self.details.insert(
+            format!("load-{}-{size}", s.name()),
+            json!({ "before": before, "after": host::load() }),
+        );
+        result
     }
 
     /// A master and `n` minion processes, all subscribed.
@@ -335,10 +343,16 @@ impl Ctx {
         for r in 0..runs {
             // Fresh processes every run; the first run also creates and accepts every key.
             let mut master = Master::start(&self.bins, &dir.join("master"))?;
+            let drops_before = host::udp_rcvbuf_errors();
             let started = Instant::now();
             let mut swarm = start_swarm(&self.bins, &dir.join("swarm"), n, master.port)?;
             let took =
                 master.wait_connected(n as u64, started, connect_limit, &mut [&mut swarm])?;
+            let connect_drops = host::udp_rcvbuf_errors() - drops_before;
+            let connect_cpu = (
+                host::cpu_seconds(master.proc.pid()),
+                host::cpu_seconds(swarm.pid()),
+            );
             let connected_rss = master.proc.rss_kib()? as f64 / 1024.0;
             let mut client = master.client().await?;
             let warm = run_job(&mut client, "*", "test.ping", 30.0).await?;
@@ -346,6 +360,11 @@ impl Ctx {
                 bail!("swarm warm-up job: {} of {n} returned", warm.returned);
             }
             let mut lat = Vec::new();
+            let drops_before = host::udp_rcvbuf_errors();
+            let cpu_before = (
+                host::cpu_seconds(master.proc.pid()),
+                host::cpu_seconds(swarm.pid()),
+            );
             for _ in 0..jobs {
                 let o = run_job(&mut client, "*", "test.ping", 30.0).await?;
                 if o.returned as usize != n {
@@ -357,6 +376,12 @@ impl Ctx {
                 }
                 lat.push(o.elapsed.as_secs_f64() * 1e3);
             }
+            let job_drops = host::udp_rcvbuf_errors() - drops_before;
+            let job_cpu_ms = |now: f64, before: f64| (now - before) * 1e3 / jobs as f64;
+            let per_job_cpu_ms = (
+                job_cpu_ms(host::cpu_seconds(master.proc.pid()), cpu_before.0),
+                job_cpu_ms(host::cpu_seconds(swarm.pid()), cpu_before.1),
+            );
             let after_rss = master.proc.rss_kib()? as f64 / 1024.0;
             let hwm = master.proc.hwm_kib()? as f64 / 1024.0;
             let s_rss = swarm.rss_kib()? as f64 / 1024.0;
@@ -367,15 +392,19 @@ impl Ctx {
             sorted.sort_by(f64::total_cmp);
             let p50 = percentile(&sorted, 50.0);
             eprintln!(
-                "  run {r}: connected in {:.2} s, publish → all returned p50 {p50:.1} ms, master {after_rss:.0} MiB",
+                "  run {r}: connected in {:.2} s ({connect_drops} UDP datagrams dropped), \
+                 publish → all returned p50 {p50:.1} ms ({job_drops} dropped), master {after_rss:.0} MiB",
                 took.as_secs_f64()
             );
-            per_run.push(
-                json!({ "keys_created": r == 0, "connect_s": took.as_secs_f64(),
-                "returned_ms": lat, "master_rss_connected_mib": connected_rss,
-                "master_rss_after_jobs_mib": after_rss, "master_hwm_mib": hwm,
-                "swarm_rss_mib": s_rss }),
-            );
+            per_run.push(json!({
+                "keys_created": r == 0, "connect_s": took.as_secs_f64(),
+                "connect_udp_rcvbuf_drops": connect_drops,
+                "connect_cpu_s": { "master": connect_cpu.0, "swarm": connect_cpu.1 },
+                "returned_ms": lat, "jobs_udp_rcvbuf_drops": job_drops,
+                "cpu_ms_per_job": { "master": per_job_cpu_ms.0, "swarm": per_job_cpu_ms.1 },
+                "master_rss_connected_mib": connected_rss, "master_rss_after_jobs_mib": after_rss,
+                "master_hwm_mib": hwm, "swarm_rss_mib": s_rss,
+            }));
             connect.push(took.as_secs_f64());
             p50s.push(p50);
             rss.push(after_rss);
@@ -495,7 +524,7 @@ impl Ctx {
         }
 
         // Through the master: a swarm, IN_FLIGHT concurrent Run loops for WINDOW.
-        let mut e2e = Vec::new();
+        let (mut e2e, mut e2e_runs) = (Vec::new(), Vec::new());
         {
             let mut master = Master::start(&self.bins, &dir.join("master"))?;
             let started = Instant::now();
@@ -516,6 +545,11 @@ impl Ctx {
                         .context("no saltq_returns_stored_total in /metrics")
                 };
                 let before = stored(&master)?;
+                let drops_before = host::udp_rcvbuf_errors();
+                let cpu_before = (
+                    host::cpu_seconds(master.proc.pid()),
+                    host::cpu_seconds(swarm.pid()),
+                );
                 let t0 = Instant::now();
                 let mut loops = tokio::task::JoinSet::new();
                 for _ in 0..IN_FLIGHT {
@@ -541,10 +575,20 @@ impl Ctx {
                 if (delta as usize) < jobs * n {
                     bail!("{jobs} jobs of {n} finished but only {delta} returns were stored");
                 }
-                eprintln!(
-                    "  {jobs} jobs, {delta} returns stored in {secs:.1} s = {:.0}/s",
-                    delta / secs
+                let drops = host::udp_rcvbuf_errors() - drops_before;
+                let cpu = (
+                    host::cpu_seconds(master.proc.pid()) - cpu_before.0,
+                    host::cpu_seconds(swarm.pid()) - cpu_before.1,
                 );
+                eprintln!(
+                    "  {jobs} jobs, {delta} returns stored in {secs:.1} s = {:.0}/s \
+                     ({drops} UDP datagrams dropped; CPU s: master {:.1}, swarm {:.1})",
+                    delta / secs,
+                    cpu.0,
+                    cpu.1
+                );
+                e2e_runs.push(json!({ "jobs": jobs, "returns": delta, "seconds": secs,
+                    "udp_rcvbuf_drops": drops, "cpu_s": { "master": cpu.0, "swarm": cpu.1 } }));
                 e2e.push(delta / secs);
             }
         }
@@ -582,7 +626,8 @@ impl Ctx {
         );
         self.details.insert(
             format!("returns-{n}"),
-            json!({ "jobcache_returns_per_s": cache_rates, "e2e_returns_per_s": e2e }),
+            json!({ "jobcache_returns_per_s": cache_rates, "e2e_returns_per_s": e2e,
+                    "e2e_runs": e2e_runs }),
         );
         Ok(())
     }
