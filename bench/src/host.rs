@@ -36,6 +36,22 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     (ticks(14) + ticks(15)) / hz
 }
 
+/// Waits (at most a minute) until CPU pressure has decayed below 10%, so that what the previous
+/// step left behind (Salt's hundred Python processes exiting) does not land on the next one.
+pub fn settle() {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    while std::time::Instant::now() < deadline {
+        let busy = load()["cpu_pressure_some_avg10"]
+            .as_f64()
+            .is_some_and(|p| p >= 10.0);
+        if !busy {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    }
+}
+
 /// How loaded the machine is now: load averages and CPU pressure (PSI).
 pub fn load() -> serde_json::Value {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();

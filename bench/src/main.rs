@@ -134,13 +134,14 @@ async fn run(args: Args) -> anyhow::Result<bool> {
         runs: args.runs,
         figures: Vec::new(),
         details: serde_json::Map::new(),
+        scratch: None,
     };
     let results = match args.scenario {
         Some(s) => out_dir.join(format!("{}-{}.json", s.name(), plan[0].1)),
         None => out_dir.join("results.json"),
     };
     let machine = machine();
-    let started = chrono_like_now();
+    let started = unix_now();
     let mut failures = Vec::new();
     for &(s, size) in &plan {
         if let Err(e) = ctx.run(s, size).await {
@@ -169,7 +170,7 @@ async fn run(args: Args) -> anyhow::Result<bool> {
 }
 
 /// Seconds since the Unix epoch, for the report.
-fn chrono_like_now() -> u64 {
+fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

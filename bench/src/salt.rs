@@ -69,6 +69,7 @@ impl SaltPeer {
                 eprintln!("# salt-peer {n} failed: {e}");
             }
             self.cache.insert(n, got);
+            crate::host::settle();
         }
         self.cache.get(&n)?.as_ref().ok()
     }

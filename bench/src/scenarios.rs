@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::fleet::{Bins, Master, run_job, start_minion, start_swarm};
 use crate::host;
-use crate::procs::{Proc, timed_output};
+use crate::procs::{Proc, status_kib, timed_output};
 use crate::report::{Figure, Target};
 use crate::salt::SaltPeer;
 use crate::stats::{Summary, percentile};
@@ -77,6 +77,9 @@ pub struct Ctx {
     pub figures: Vec<Figure>,
     /// Raw per-run data, by scenario and size, for the JSON.
     pub details: serde_json::Map<String, serde_json::Value>,
+    /// The current scenario's scratch folder: removed when it succeeds, kept (with the
+    /// processes' logs) when it fails.
+    pub scratch: Option<PathBuf>,
 }
 
 impl Ctx {
@@ -84,12 +87,13 @@ impl Ctx {
         self.runs.unwrap_or(default).max(1)
     }
 
-    fn fresh_dir(&self, name: &str) -> anyhow::Result<PathBuf> {
+    fn fresh_dir(&mut self, name: &str) -> anyhow::Result<PathBuf> {
         let d = self.work.join(name);
         if d.exists() {
             std::fs::remove_dir_all(&d).with_context(|| format!("cannot clear {}", d.display()))?;
         }
         std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
+        self.scratch = Some(d.clone());
         Ok(d)
     }
 
@@ -107,6 +111,13 @@ impl Ctx {
             Scenario::Swarm => self.swarm(size).await,
             Scenario::Returns => self.returns(size).await,
         };
+        match (&result, self.scratch.take()) {
+            (Ok(()), Some(d)) => {
+                let _ = std::fs::remove_dir_all(&d);
+            }
+            (Err(_), Some(d)) => eprintln!("  logs and files kept in {}", d.display()),
+            _ => {}
+        }
         // The machine is shared: how busy it was is part of the result.
         self.details.insert(
             format!("load-{}-{size}", s.name()),
@@ -303,7 +314,7 @@ impl Ctx {
     async fn minion_rss(&mut self) -> anyhow::Result<()> {
         let runs = self.runs(3);
         let dir = self.fresh_dir("minion-rss")?;
-        let mut rss = Vec::new();
+        let (mut rss, mut anon, mut file) = (Vec::new(), Vec::new(), Vec::new());
         for r in 0..runs {
             let (master, minions) = self.fleet(&dir.join(format!("run-{r}")), 1)?;
             let mut client = master.client().await?;
@@ -312,7 +323,11 @@ impl Ctx {
             }
             tokio::time::sleep(Duration::from_secs(5)).await;
             rss.push(minions[0].rss_kib()? as f64 / 1024.0);
+            // Private heap and stacks versus pages of the executable and libraries.
+            anon.push(status_kib(minions[0].pid(), "RssAnon:")? as f64 / 1024.0);
+            file.push(status_kib(minions[0].pid(), "RssFile:")? as f64 / 1024.0);
         }
+        let median = |v: &[f64]| Summary::of(v).map_or(0.0, |s| s.median);
         let salt = self.salt.figures(1).cloned();
         self.figures.push(
             Figure::new(
@@ -325,10 +340,17 @@ impl Ctx {
                 salt.as_ref().map(|s| Summary::single(s.one_minion_rss_mib)),
                 Target::at_most(10.0),
             )
-            .note("VmRSS of saltq-minion, subscribed, 5 s after 10 test.ping jobs"),
+            .note(format!(
+                "VmRSS of saltq-minion, subscribed, 5 s after 10 test.ping jobs; of which \
+                 anonymous (heap, stacks) {:.1} MiB, file-backed (the executable's pages) {:.1} MiB",
+                median(&anon),
+                median(&file)
+            )),
         );
-        self.details
-            .insert("minion-rss".into(), json!({ "rss_mib": rss }));
+        self.details.insert(
+            "minion-rss".into(),
+            json!({ "rss_mib": rss, "rss_anon_mib": anon, "rss_file_mib": file }),
+        );
         Ok(())
     }
 
@@ -337,6 +359,7 @@ impl Ctx {
         let jobs = if n >= 5000 { 10 } else { 20 };
         let dir = self.fresh_dir(&format!("swarm-{n}"))?;
         let connect_limit = Duration::from_secs(120 + n as u64 / 20);
+        let (mut drops_connect, mut drops_jobs) = (Vec::new(), Vec::new());
         let (mut connect, mut p50s, mut rss, mut rss_connected, mut swarm_rss) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut per_run = Vec::new();
@@ -406,6 +429,8 @@ impl Ctx {
                 "master_hwm_mib": hwm, "swarm_rss_mib": s_rss,
             }));
             connect.push(took.as_secs_f64());
+            drops_connect.push(connect_drops as f64);
+            drops_jobs.push(job_drops as f64 / jobs as f64);
             p50s.push(p50);
             rss.push(after_rss);
             rss_connected.push(connected_rss);
@@ -429,7 +454,9 @@ impl Ctx {
             )
             .note(format!(
                 "`JobService.Run` '*' test.ping until Finished, {jobs} jobs per run after one warm-up, \
-                 {runs} runs with fresh processes; median, min, max of the per-run p50"
+                 {runs} runs with fresh processes; median, min, max of the per-run p50; \
+                 UDP datagrams dropped for a full receive buffer (host-wide), per job: {:.0}",
+                Summary::of(&drops_jobs).map_or(0.0, |s| s.median)
             )),
         );
         self.figures.push(
@@ -443,7 +470,11 @@ impl Ctx {
                 None,
                 if big { Target::at_most(15.0) } else { None },
             )
-            .note("fresh master and swarm processes, no keys anywhere; from spawning the swarm to the master's connected gauge reaching N"),
+            .note(format!(
+                "fresh master and swarm processes, no keys anywhere; from spawning the swarm to the \
+                 master's connected gauge reaching N; {:.0} UDP datagrams dropped meanwhile",
+                drops_connect[0]
+            )),
         );
         if connect.len() > 1 {
             self.figures.push(
@@ -459,9 +490,11 @@ impl Ctx {
                     None,
                     if big { Target::at_most(15.0) } else { None },
                 )
-                .note(
-                    "master and swarm restarted; keys already accepted (as after a master restart)",
-                ),
+                .note(format!(
+                    "master and swarm restarted; keys already accepted (as after a master \
+                     restart); UDP datagrams dropped meanwhile: median {:.0}",
+                    Summary::of(&drops_connect[1..]).map_or(0.0, |s| s.median)
+                )),
             );
         }
         self.figures.push(
@@ -524,7 +557,7 @@ impl Ctx {
         }
 
         // Through the master: a swarm, IN_FLIGHT concurrent Run loops for WINDOW.
-        let (mut e2e, mut e2e_runs) = (Vec::new(), Vec::new());
+        let (mut e2e, mut e2e_runs, mut e2e_drops) = (Vec::new(), Vec::new(), Vec::new());
         {
             let mut master = Master::start(&self.bins, &dir.join("master"))?;
             let started = Instant::now();
@@ -590,6 +623,7 @@ impl Ctx {
                 e2e_runs.push(json!({ "jobs": jobs, "returns": delta, "seconds": secs,
                     "udp_rcvbuf_drops": drops, "cpu_s": { "master": cpu.0, "swarm": cpu.1 } }));
                 e2e.push(delta / secs);
+                e2e_drops.push(drops as f64);
             }
         }
         self.figures.push(
@@ -620,8 +654,9 @@ impl Ctx {
             )
             .note(format!(
                 "{IN_FLIGHT} concurrent `Run` '*' test.ping loops for {} s per run; \
-                 saltq_returns_stored_total delta ÷ time",
-                WINDOW.as_secs()
+                 saltq_returns_stored_total delta ÷ time; UDP datagrams dropped per run: median {:.0}",
+                WINDOW.as_secs(),
+                Summary::of(&e2e_drops).map_or(0.0, |s| s.median)
             )),
         );
         self.details.insert(
