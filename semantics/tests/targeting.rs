@@ -507,3 +507,27 @@ fn targets_are_shareable() {
     fn assert_shareable<T: Send + Sync + Clone + 'static>() {}
     assert_shareable::<Target>();
 }
+
+#[test]
+fn reads_grains_only_for_grain_and_ipcidr_operands() {
+    let cases = [
+        ("web*", TargetType::Glob, false),
+        ("^web", TargetType::Pcre, false),
+        ("a,b", TargetType::List, false),
+        ("os:Debian", TargetType::Grain, true),
+        ("os:Deb.*", TargetType::GrainPcre, true),
+        ("role:web", TargetType::Pillar, false),
+        ("role:w.*", TargetType::PillarPcre, false),
+        ("role:web", TargetType::PillarExact, false),
+        ("10.0.0.0/8", TargetType::Ipcidr, true),
+        ("web* and I@role:web", TargetType::Compound, false),
+        ("web* and not G@os:Debian", TargetType::Compound, true),
+        ("L@a,b or S@10.0.0.1", TargetType::Compound, true),
+        ("ids", TargetType::Nodegroup, false),
+        ("web", TargetType::Nodegroup, true),
+    ];
+    for (tgt, tgt_type, want) in cases {
+        let t = Target::compile(tgt, tgt_type, None, &groups()).expect(tgt);
+        assert_eq!(t.reads_grains(), want, "{tgt} ({tgt_type:?})");
+    }
+}

@@ -97,6 +97,15 @@ impl Expr {
 
     /// Ids of list operands, in order, except those directly negated (Salt
     /// does not report `not L@...` ids as missing).
+    /// Whether any operand looks at the minion's grains (grain words and ipcidr).
+    pub(crate) fn reads_grains(&self) -> bool {
+        match self {
+            Expr::Leaf(leaf) => leaf.reads_grains(),
+            Expr::Not(inner) => inner.reads_grains(),
+            Expr::And(items) | Expr::Or(items) => items.iter().any(Expr::reads_grains),
+        }
+    }
+
     pub(crate) fn listed_ids(&self, out: &mut Vec<String>) {
         match self {
             Expr::Leaf(Leaf {

@@ -62,6 +62,15 @@ pub(crate) struct DataMatch {
 }
 
 impl Leaf {
+    /// Whether the operand looks at the minion's grains.
+    pub(crate) fn reads_grains(&self) -> bool {
+        match &self.kind {
+            LeafKind::Data(d) => d.source == DataSource::Grains,
+            LeafKind::Ip(_) => true,
+            LeafKind::Glob(_) | LeafKind::Pcre(_) | LeafKind::List(_) => false,
+        }
+    }
+
     /// A glob on the minion id.
     pub(crate) fn glob(word: &str, pattern: &str) -> Result<Leaf, TargetError> {
         let glob = Glob::new(pattern).map_err(|reason| TargetError::Glob {

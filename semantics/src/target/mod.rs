@@ -243,6 +243,12 @@ impl Target {
         self.expr.eval(facts, true) != Tri::False
     }
 
+    /// Whether checking a minion needs its grains: a grain or ipcidr target, or a compound or
+    /// nodegroup with such a word. Lets a caller with many minions skip loading their grains.
+    pub fn reads_grains(&self) -> bool {
+        self.expr.reads_grains()
+    }
+
     /// Ids named by a list target or the `L@` words of a compound (not those
     /// directly after `not`), in order, without repeats: the ids that are
     /// reported `missing` when they have no accepted key.
