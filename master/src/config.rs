@@ -63,8 +63,12 @@ pub struct RawConfig {
     pub idle_timeout: Option<f64>,
     /// Seconds between keep-alive pings (default 3).
     pub keep_alive: Option<f64>,
-    /// Concurrent streams per connection (default 256).
+    /// Concurrent streams per connection (default 64).
     pub max_concurrent_streams: Option<u32>,
+    /// TLS handshakes worked on at once; more wait their turn (default 256).
+    pub max_handshakes: Option<usize>,
+    /// Seconds a new connection may wait for its turn before it is refused (default 4).
+    pub handshake_queue_seconds: Option<f64>,
     /// How long jobs stay in the job cache (Salt's `keep_jobs_seconds`, default 86400).
     pub keep_jobs_seconds: Option<u64>,
     /// Job cache backend: `sqlite` (default) or `postgres`.
@@ -343,7 +347,12 @@ impl MasterConfig {
                 max_message_size,
                 idle_timeout: secs("idle_timeout", raw.idle_timeout, 10.0)?,
                 keep_alive: secs("keep_alive", raw.keep_alive, 3.0)?,
-                max_concurrent_streams: raw.max_concurrent_streams.unwrap_or(256),
+                max_concurrent_streams: raw.max_concurrent_streams.unwrap_or(64),
+                max_handshakes: match raw.max_handshakes {
+                    Some(0) => return Err(bad("max_handshakes", "must be at least 1".into())),
+                    v => v.unwrap_or(256),
+                },
+                handshake_queue: secs("handshake_queue_seconds", raw.handshake_queue_seconds, 4.0)?,
             },
             keep_jobs: Duration::from_secs(raw.keep_jobs_seconds.unwrap_or(86400)),
             job_cache,

@@ -93,6 +93,9 @@ pub enum FailureKind {
     ServerNotTrusted,
     /// The master refused our certificate.
     CertificateRejected,
+    /// The master turned the connection away because it is busy with other handshakes
+    /// (QUIC CONNECTION_REFUSED); trying again later works.
+    Busy,
     /// Anything else.
     Other,
 }
@@ -106,6 +109,7 @@ impl FailureKind {
             FailureKind::TimedOut => "timed out",
             FailureKind::ServerNotTrusted => "the master's certificate is not trusted",
             FailureKind::CertificateRejected => "the master rejected our certificate",
+            FailureKind::Busy => "the master is busy with other connections; try again shortly",
             FailureKind::Other => "connection failed",
         }
     }
@@ -159,6 +163,10 @@ pub fn classify_text(text: &str) -> FailureKind {
     }
     if cert {
         return FailureKind::ServerNotTrusted;
+    }
+    // QUIC's CONNECTION_REFUSED: the master's admission control, not a closed port.
+    if has("connection_refused") || has("refused to accept a new connection") {
+        return FailureKind::Busy;
     }
     if has("connection refused") || has("connectionrefused") {
         return FailureKind::Refused;
@@ -328,7 +336,7 @@ pub fn shared_endpoint(ipv6: bool) -> std::io::Result<quinn::Endpoint> {
     } else {
         SocketAddr::from(([0, 0, 0, 0], 0))
     };
-    quinn::Endpoint::client(bind)
+    crate::udp::endpoint(crate::udp::bind(bind)?, None)
 }
 
 /// Like [`connect`], over `endpoint` when given (QUIC only) instead of a new UDP socket.

@@ -165,8 +165,12 @@ async fn send_body<S: SendHalf>(send: &mut S, body: Body) -> Result<(), BoxError
 }
 
 /// Serves one accepted QUIC connection: identifies the peer, then answers its requests.
-pub(crate) async fn serve_connection<S>(incoming: quinn::Incoming, svc: S, trust: Trust)
-where
+pub(crate) async fn serve_connection<S>(
+    incoming: quinn::Incoming,
+    svc: S,
+    trust: Trust,
+    turn: crate::server::Turn,
+) where
     S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>
         + Clone
         + Send
@@ -184,7 +188,9 @@ where
     let chain = conn
         .peer_identity()
         .and_then(|id| id.downcast::<Vec<CertificateDer<'static>>>().ok());
-    let peer = match identity::identify(chain.as_deref().map(Vec::as_slice), &trust) {
+    let identified = identity::identify(chain.as_deref().map(Vec::as_slice), &trust);
+    drop(turn);
+    let peer = match identified {
         Ok(p) => p,
         Err(e) => {
             warn!(%remote, "refusing quic connection: {e}");

@@ -9,6 +9,7 @@ pub mod identity;
 pub mod pki;
 pub mod server;
 pub mod tls;
+pub mod udp;
 pub mod value;
 
 pub use client::{

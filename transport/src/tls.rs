@@ -8,6 +8,7 @@
 //! A minion trusts the master through a CA file, or pins the CA the master presents on first
 //! contact (trust on first use), checked against `master_finger` when that is set.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -19,6 +20,8 @@ use rustls::{
     ClientConfig, DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig,
     SignatureScheme,
 };
+
+use sha2::{Digest, Sha256};
 
 use crate::identity::Issuer;
 use crate::pki::{self, CertKey};
@@ -76,7 +79,14 @@ pub struct Trust {
     master_ca: Arc<dyn ClientCertVerifier>,
     external: Option<Arc<dyn ClientCertVerifier>>,
     clients: Option<Arc<dyn ClientCertVerifier>>,
+    /// Who vouched for certificates the handshake verifier just accepted, by the certificate's
+    /// SHA-256, so [`Trust::issuer_of`] does not verify the same chain a second time.
+    vouched: Arc<Mutex<HashMap<[u8; 32], Issuer>>>,
 }
+
+/// Entries kept in [`Trust::vouched`] at most: each normally lives from the verifier's check to
+/// the identification right after it; handshakes that fail in between leave theirs behind.
+const VOUCHED_MAX: usize = 4096;
 
 impl std::fmt::Debug for Trust {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -104,6 +114,7 @@ impl Trust {
             master_ca: client_verifier(master_ca)?,
             external: optional(external_minion_cas)?,
             clients: optional(external_client_cas)?,
+            vouched: Arc::default(),
         })
     }
 
@@ -137,10 +148,42 @@ impl Trust {
         None
     }
 
+    /// [`Trust::vouch`] for the handshake, remembering the answer for [`Trust::issuer_of`].
+    fn vouch_in_handshake(
+        &self,
+        leaf: &CertificateDer<'_>,
+        rest: &[CertificateDer<'_>],
+    ) -> Option<Issuer> {
+        let issuer = self.vouch(leaf, rest)?;
+        let mut v = self.vouched.lock().unwrap_or_else(|e| e.into_inner());
+        if v.len() >= VOUCHED_MAX {
+            v.clear();
+        }
+        v.insert(cert_digest(leaf, rest), issuer);
+        Some(issuer)
+    }
+
     /// Who vouched for an already verified certificate.
     pub fn issuer_of(&self, leaf: &CertificateDer<'_>, rest: &[CertificateDer<'_>]) -> Issuer {
-        self.vouch(leaf, rest).unwrap_or(Issuer::SelfSigned)
+        let known = self
+            .vouched
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&cert_digest(leaf, rest));
+        known
+            .or_else(|| self.vouch(leaf, rest))
+            .unwrap_or(Issuer::SelfSigned)
     }
+}
+
+/// SHA-256 over the presented chain, the key of [`Trust::vouched`].
+fn cert_digest(leaf: &CertificateDer<'_>, rest: &[CertificateDer<'_>]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for c in std::iter::once(leaf).chain(rest) {
+        h.update((c.len() as u64).to_be_bytes());
+        h.update(c.as_ref());
+    }
+    h.finalize().into()
 }
 
 /// A self-signed end-entity certificate whose signature checks out against its own key.
@@ -201,7 +244,7 @@ impl ClientCertVerifier for MasterClientVerifier {
         intermediates: &[CertificateDer<'_>],
         _now: UnixTime,
     ) -> Result<ClientCertVerified, rustls::Error> {
-        match self.trust.vouch(end_entity, intermediates) {
+        match self.trust.vouch_in_handshake(end_entity, intermediates) {
             Some(_) => Ok(ClientCertVerified::assertion()),
             None => Err(rustls::Error::InvalidCertificate(
                 rustls::CertificateError::UnknownIssuer,

@@ -164,3 +164,97 @@ fn nothing_listening_says_where_and_why() {
         assert!(o.stderr.contains(why), "{transport}: {o:?}");
     }
 }
+
+/// A server certificate verifier that tells when the handshake reached it, then stalls it: the
+/// master's side of that handshake stays in progress meanwhile.
+#[derive(Debug)]
+struct StallingVerifier {
+    reached: std::sync::mpsc::Sender<()>,
+    stall: std::time::Duration,
+}
+
+impl rustls::client::danger::ServerCertVerifier for StallingVerifier {
+    fn verify_server_cert(
+        &self,
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &[rustls::pki_types::CertificateDer<'_>],
+        _: &rustls::pki_types::ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        let _ = self.reached.send(());
+        std::thread::sleep(self.stall);
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        _: &[u8],
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Err(rustls::Error::General("TLS 1.2 is not offered".into()))
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        let algs = saltq_transport::tls::provider().signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &algs)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        saltq_transport::tls::provider()
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+#[test]
+fn connections_beyond_max_handshakes_are_refused_as_busy_then_admitted() {
+    let master = Master::start("max_handshakes: 1\nhandshake_queue_seconds: 0.3\n");
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", master.port).parse().unwrap();
+
+    // A handshake that holds the master's only turn for 3 s.
+    let (reached_tx, reached) = std::sync::mpsc::channel();
+    let slow = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let mut cfg =
+                rustls::ClientConfig::builder_with_provider(saltq_transport::tls::provider())
+                    .with_protocol_versions(&[&rustls::version::TLS13])
+                    .expect("tls13")
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(StallingVerifier {
+                        reached: reached_tx,
+                        stall: std::time::Duration::from_secs(3),
+                    }))
+                    .with_no_client_auth();
+            cfg.alpn_protocols = vec![b"h3".to_vec()];
+            let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(cfg).unwrap();
+            let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+            ep.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+            // It has no client certificate, so the master refuses it once it finishes.
+            let _ = ep.connect(addr, "localhost").unwrap().await;
+        })
+    });
+    reached
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the slow handshake reached the master");
+
+    // Meanwhile another connection waits 0.3 s for a turn, then is refused, and says why.
+    let busy = master.saltq(&["--transport", "quic", "key", "-L"]);
+    assert_eq!(busy.code, 69, "{busy:?}");
+    assert!(busy.stderr.contains("busy"), "{busy:?}");
+
+    // Once the slow handshake is over, the turn is free again.
+    slow.join().unwrap();
+    let ok = master.saltq(&["--transport", "quic", "key", "-L"]);
+    assert_eq!(ok.code, 0, "{ok:?}");
+}
