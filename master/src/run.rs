@@ -355,6 +355,8 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
     if let Some(p) = presence {
         p.abort();
     }
+    let m = master.clone();
+    let _ = tokio::task::spawn_blocking(move || m.flush_minion_data()).await;
     Ok(())
 }
 

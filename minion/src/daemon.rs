@@ -118,8 +118,18 @@ pub async fn run_with(
     shared: Shared,
 ) -> anyhow::Result<()> {
     let cfg = Arc::new(cfg);
-    let ident = identity::ensure_identity(&cfg)?;
-    let mut trust = identity::server_trust(&cfg)?;
+    // Creating a key writes and syncs files: off the async workers, which a swarm shares
+    // between thousands of minions.
+    let (ident, mut trust) = {
+        let cfg = cfg.clone();
+        tokio::task::spawn_blocking(move || {
+            anyhow::Ok((
+                identity::ensure_identity(&cfg)?,
+                identity::server_trust(&cfg)?,
+            ))
+        })
+        .await??
+    };
     let initial = match &shared.grains {
         Some(g) => {
             let mut g = g.clone();

@@ -82,7 +82,7 @@ impl MinionApi {
 
 /// A subscription stream that tells the master when the minion goes away.
 pub struct SubscriptionStream {
-    rx: mpsc::Receiver<Result<pb::SubscribeResponse, Status>>,
+    rx: mpsc::Receiver<Arc<pb::SubscribeResponse>>,
     master: Arc<Master>,
     id: String,
     conn_id: u64,
@@ -91,7 +91,9 @@ pub struct SubscriptionStream {
 impl Stream for SubscriptionStream {
     type Item = Result<pb::SubscribeResponse, Status>;
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.rx.poll_recv(cx)
+        self.rx
+            .poll_recv(cx)
+            .map(|m| m.map(|m| Ok(Arc::unwrap_or_clone(m))))
     }
 }
 
@@ -125,7 +127,7 @@ impl MinionService for MinionApi {
                 pillar: Some(value::json_to_struct(&pillar)),
             })),
         };
-        tx.try_send(Ok(welcome))
+        tx.try_send(Arc::new(welcome))
             .map_err(|_| Status::internal("subscription channel closed"))?;
         let conn_id = self.master.subscribe(&id, grains, pillar, tx);
         tracing::info!(minion = %id, "minion subscribed");
