@@ -329,14 +329,23 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Channel, ConnectError> {
 }
 
 /// A client-side QUIC endpoint (one UDP socket) that many connections can share, e.g. the
-/// virtual minions of a swarm, each with its own identity and connection.
+/// virtual minions of a swarm, each with its own identity and connection. Its socket has large
+/// kernel buffers ([`crate::udp`]): a job to all of them arrives at once.
 pub fn shared_endpoint(ipv6: bool) -> std::io::Result<quinn::Endpoint> {
-    let bind: SocketAddr = if ipv6 {
+    crate::udp::endpoint(crate::udp::bind(any_addr(ipv6))?, None)
+}
+
+/// A QUIC endpoint for one connection (a minion, the CLI): the kernel's default buffers do.
+fn single_endpoint(ipv6: bool) -> std::io::Result<quinn::Endpoint> {
+    quinn::Endpoint::client(any_addr(ipv6))
+}
+
+fn any_addr(ipv6: bool) -> SocketAddr {
+    if ipv6 {
         SocketAddr::from(([0u16; 8], 0))
     } else {
         SocketAddr::from(([0, 0, 0, 0], 0))
-    };
-    crate::udp::endpoint(crate::udp::bind(bind)?, None)
+    }
 }
 
 /// Like [`connect`], over `endpoint` when given (QUIC only) instead of a new UDP socket.
@@ -368,7 +377,7 @@ pub async fn connect_via(
             cfg.transport_config(Arc::new(client_transport_config(&opts.limits)));
             let ep = match endpoint {
                 Some(ep) => ep.clone(),
-                None => shared_endpoint(addr.is_ipv6()).map_err(|e| fail(&e))?,
+                None => single_endpoint(addr.is_ipv6()).map_err(|e| fail(&e))?,
             };
             let host = opts.host.trim_start_matches('[').trim_end_matches(']');
             let connecting = ep.connect_with(cfg, addr, host).map_err(|e| fail(&e))?;

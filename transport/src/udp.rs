@@ -116,3 +116,30 @@ fn warn_once(which: &str, got: usize, want: usize, sysctl: &str, once: &std::syn
         )
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sysctl(name: &str) -> usize {
+        std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn sockets_get_the_large_buffers_or_the_most_the_kernel_allows() {
+        let socket = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let s = socket2::SockRef::from(&socket);
+        let (recv, send) = (s.recv_buffer_size().unwrap(), s.send_buffer_size().unwrap());
+        // Linux reports twice what was set; unprivileged, the request is capped at the sysctl.
+        let enough = |got: usize, max: usize| got >= SOCKET_BUFFER || got >= 2 * max;
+        assert!(enough(recv, sysctl("rmem_max")), "receive buffer {recv}");
+        assert!(enough(send, sysctl("wmem_max")), "send buffer {send}");
+        let default = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let plain = socket2::SockRef::from(&default).recv_buffer_size().unwrap();
+        assert!(recv > plain, "{recv} is no larger than the default {plain}");
+    }
+}
