@@ -153,8 +153,19 @@ impl KeyStore {
                 if name.ends_with(".tmp") || !e.path().is_file() {
                     continue;
                 }
-                if let Ok(pem) = std::fs::read_to_string(e.path()) {
-                    keys.insert((state, name), pem);
+                match std::fs::read_to_string(e.path()) {
+                    // An empty file: the master stopped between writing a key and syncing it
+                    // (before the minion was answered); the minion will present its key again.
+                    Ok(pem) if pem.trim().is_empty() => {
+                        tracing::warn!(
+                            "ignoring empty key file {}: the minion will be admitted again",
+                            e.path().display()
+                        );
+                    }
+                    Ok(pem) => {
+                        keys.insert((state, name), pem);
+                    }
+                    Err(_) => {}
                 }
             }
         }
@@ -178,6 +189,22 @@ impl KeyStore {
     ) -> Result<(), KeyError> {
         pki::write_public(&self.path(state, id), pem)?;
         keys.insert((state, id.to_owned()), pem.to_owned());
+        Ok(())
+    }
+
+    /// [`KeyStore::put`] whose file the caller syncs ([`pki::sync_file`]) after the lock.
+    fn put_unsynced(
+        &self,
+        keys: &mut BTreeMap<(KeyState, String), String>,
+        state: KeyState,
+        id: &str,
+        pem: &str,
+        written: &mut Vec<PathBuf>,
+    ) -> Result<(), KeyError> {
+        let path = self.path(state, id);
+        pki::write_public_unsynced(&path, pem)?;
+        keys.insert((state, id.to_owned()), pem.to_owned());
+        written.push(path);
         Ok(())
     }
 
@@ -216,6 +243,33 @@ impl KeyStore {
         if !valid_id(id) {
             return Err(KeyError::InvalidId(id.to_owned()));
         }
+        // Key files written here are synced after the lock is released: a fleet's first start
+        // writes thousands, and syncing each under the lock made them wait for the disk one
+        // after another. The minion is answered only once its file is durable.
+        let mut written = Vec::new();
+        let admission = self.admit_locked(id, pem, issuer, &mut written)?;
+        for path in &written {
+            pki::sync_file(path)?;
+        }
+        Ok(admission)
+    }
+
+    /// Whether `admit` would answer Accepted without writing anything: the usual case for
+    /// every request of a connected minion, decided without waiting for the disk.
+    pub fn is_admitted(&self, id: &str, pem: &str) -> bool {
+        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let get = |s: KeyState| keys.get(&(s, id.to_owned()));
+        get(KeyState::Rejected).is_none()
+            && get(KeyState::Accepted).is_some_and(|accepted| same_key(accepted, pem))
+    }
+
+    fn admit_locked(
+        &self,
+        id: &str,
+        pem: &str,
+        issuer: Issuer,
+        written: &mut Vec<PathBuf>,
+    ) -> Result<Admission, KeyError> {
         let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
         let get = |keys: &BTreeMap<(KeyState, String), String>, s: KeyState| {
             keys.get(&(s, id.to_owned())).cloned()
@@ -230,30 +284,30 @@ impl KeyStore {
             }
             if ca_vouched {
                 // A CA-issued certificate may carry a new key (rotation): the CA vouches for it.
-                self.put(&mut keys, KeyState::Accepted, id, pem)?;
+                self.put_unsynced(&mut keys, KeyState::Accepted, id, pem, written)?;
                 return Ok(Admission::Accepted);
             }
-            self.put(&mut keys, KeyState::Denied, id, pem)?;
+            self.put_unsynced(&mut keys, KeyState::Denied, id, pem, written)?;
             return Ok(Admission::Denied);
         }
         let auto = ca_vouched || self.policy.auto_accept || self.autosigned(id);
         if let Some(pending) = get(&keys, KeyState::Pending) {
             if !same_key(&pending, pem) {
-                self.put(&mut keys, KeyState::Denied, id, pem)?;
+                self.put_unsynced(&mut keys, KeyState::Denied, id, pem, written)?;
                 return Ok(Admission::Denied);
             }
             if auto {
                 self.remove(&mut keys, KeyState::Pending, id)?;
-                self.put(&mut keys, KeyState::Accepted, id, pem)?;
+                self.put_unsynced(&mut keys, KeyState::Accepted, id, pem, written)?;
                 return Ok(Admission::Accepted);
             }
             return Ok(Admission::Pending);
         }
         if auto {
-            self.put(&mut keys, KeyState::Accepted, id, pem)?;
+            self.put_unsynced(&mut keys, KeyState::Accepted, id, pem, written)?;
             return Ok(Admission::Accepted);
         }
-        self.put(&mut keys, KeyState::Pending, id, pem)?;
+        self.put_unsynced(&mut keys, KeyState::Pending, id, pem, written)?;
         Ok(Admission::Pending)
     }
 
@@ -469,5 +523,33 @@ mod tests {
             Admission::Accepted
         );
         let _ = std::fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn is_admitted_only_for_the_accepted_key_and_empty_files_are_ignored() {
+        let d = tmp("admitted");
+        let auto = KeyPolicy {
+            auto_accept: true,
+            ..MANUAL
+        };
+        let ks = store(&d, auto);
+        let k1 = key("web1");
+        assert!(!ks.is_admitted("web1", &k1), "unknown before admission");
+        assert_eq!(
+            ks.admit("web1", &k1, Issuer::SelfSigned).unwrap(),
+            Admission::Accepted
+        );
+        assert!(ks.is_admitted("web1", &k1));
+        assert_eq!(std::fs::read_to_string(d.join("minions/web1")).unwrap(), k1);
+        assert!(!ks.is_admitted("web1", &key("web1")), "another key");
+        assert!(!ks.is_admitted("web2", &k1), "another id");
+        ks.transition("web1", &[KeyState::Accepted], KeyState::Rejected)
+            .unwrap();
+        assert!(!ks.is_admitted("web1", &k1), "rejected");
+
+        // A key file left empty by a crash before its sync is not a key.
+        std::fs::write(d.join("minions/db1"), "").unwrap();
+        let again = store(&d, MANUAL);
+        assert!(!again.list()[&KeyState::Accepted].contains(&"db1".to_owned()));
     }
 }

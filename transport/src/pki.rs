@@ -122,7 +122,31 @@ pub fn write_public(path: &Path, contents: &str) -> Result<(), PkiError> {
     write_file(path, contents, 0o644)
 }
 
+/// Like [`write_public`], but leaves the data to be synced later (see [`sync_file`]), so many
+/// writers can wait for the disk at once instead of one after another.
+pub fn write_public_unsynced(path: &Path, contents: &str) -> Result<(), PkiError> {
+    write_file_with(path, contents, 0o644, false)
+}
+
+/// Makes a file written by [`write_public_unsynced`], and its directory entry, durable. A file
+/// removed meanwhile is not an error.
+pub fn sync_file(path: &Path) -> Result<(), PkiError> {
+    let sync = |p: &Path| match fs::File::open(p).and_then(|f| f.sync_all()) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        r => r.map_err(io_err(p)),
+    };
+    sync(path)?;
+    match path.parent() {
+        Some(dir) => sync(dir),
+        None => Ok(()),
+    }
+}
+
 fn write_file(path: &Path, contents: &str, mode: u32) -> Result<(), PkiError> {
+    write_file_with(path, contents, mode, true)
+}
+
+fn write_file_with(path: &Path, contents: &str, mode: u32, sync: bool) -> Result<(), PkiError> {
     use std::os::unix::fs::OpenOptionsExt;
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).map_err(io_err(dir))?;
@@ -137,7 +161,9 @@ fn write_file(path: &Path, contents: &str, mode: u32) -> Result<(), PkiError> {
         .open(&tmp)
         .map_err(io_err(&tmp))?;
     f.write_all(contents.as_bytes()).map_err(io_err(&tmp))?;
-    f.sync_all().map_err(io_err(&tmp))?;
+    if sync {
+        f.sync_all().map_err(io_err(&tmp))?;
+    }
     fs::rename(&tmp, path).map_err(io_err(path))
 }
 

@@ -42,11 +42,15 @@ impl MinionApi {
                 "MinionService needs a minion certificate",
             ));
         };
-        let admission = self
-            .master
-            .keys
-            .admit(id, public_key_pem, *issuer)
-            .map_err(|e| Status::internal(e.to_string()))?;
+        let keys = &self.master.keys;
+        let admission = if keys.is_admitted(id, public_key_pem) {
+            Admission::Accepted
+        } else {
+            // Admitting a new key waits for the disk: let the runtime move this worker's
+            // other tasks (handshakes, returns) elsewhere meanwhile.
+            tokio::task::block_in_place(|| keys.admit(id, public_key_pem, *issuer))
+                .map_err(|e| Status::internal(e.to_string()))?
+        };
         if announce || admission != Admission::Accepted {
             self.master.events.fire(
                 "salt/auth",
