@@ -1,13 +1,15 @@
 # The saltq image: saltq-master, saltq-minion and saltq in /usr/local/bin, run as user 10001.
 # The Helm chart (charts/saltq) points at it:  docker build -t saltq:0.1.0 .
 
-# Build: the three binaries, from the locked dependency versions. protox compiles the .proto files
-# in Rust and SQLite is bundled, so the toolchain image needs nothing added.
+# Build: the three binaries, from the locked dependency versions; the minion with the `minion`
+# profile (fat LTO, optimized for size: less resident memory on every host). protox compiles
+# the .proto files in Rust and SQLite is bundled, so the toolchain image needs nothing added.
 FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked --bins \
- && install -D -m 0755 -t /out target/release/saltq-master target/release/saltq-minion target/release/saltq
+ && cargo build --profile minion --locked -p saltq-minion \
+ && install -D -m 0755 -t /out target/release/saltq-master target/minion/saltq-minion target/release/saltq
 
 # Run: Debian slim (the same glibc as the build) with CA certificates. Its shell and coreutils are
 # used by the chart's init container (chown of the minion's key directory) and by `kubectl exec

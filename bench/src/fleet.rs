@@ -22,17 +22,24 @@ use crate::procs::Proc;
 pub struct Bins {
     /// `target/release`.
     pub dir: PathBuf,
+    /// `target/minion`: saltq-minion as shipped, built with the `minion` profile.
+    pub minion_dir: PathBuf,
 }
 
 impl Bins {
     /// The path of one binary, checked to exist.
     pub fn path(&self, name: &str) -> anyhow::Result<PathBuf> {
-        let p = self.dir.join(name);
+        let (dir, build) = if name == "saltq-minion" {
+            (
+                &self.minion_dir,
+                "cargo build --profile minion -p saltq-minion",
+            )
+        } else {
+            (&self.dir, "cargo build --release --bins")
+        };
+        let p = dir.join(name);
         if !p.is_file() {
-            bail!(
-                "{} is missing: build with `cargo build --release --bins`",
-                p.display()
-            );
+            bail!("{} is missing: build with `{build}`", p.display());
         }
         Ok(p)
     }

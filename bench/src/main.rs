@@ -52,6 +52,9 @@ struct Args {
     /// Where the release binaries are.
     #[arg(long, default_value = "target/release")]
     bin_dir: PathBuf,
+    /// Where saltq-minion is (built with `--profile minion`, as shipped).
+    #[arg(long, default_value = "target/minion")]
+    minion_bin_dir: PathBuf,
     /// Where results and scratch files go.
     #[arg(long, default_value = "target/bench")]
     out_dir: PathBuf,
@@ -128,6 +131,7 @@ async fn run(args: Args) -> anyhow::Result<bool> {
     let mut ctx = Ctx {
         bins: Bins {
             dir: std::path::absolute(&args.bin_dir)?,
+            minion_dir: std::path::absolute(&args.minion_bin_dir)?,
         },
         salt: SaltPeer::new(salt_script, args.salt_runs, &work),
         work,
