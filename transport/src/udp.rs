@@ -68,16 +68,22 @@ fn grow(
     get: impl Fn() -> std::io::Result<usize>,
     set_forced: impl Fn(usize) -> std::io::Result<()>,
 ) -> Option<usize> {
-    // Linux reports twice the size asked for (the doubling covers its bookkeeping).
-    let enough = |got: usize| got >= want;
+    // Linux reports twice the size granted (the doubling covers its bookkeeping).
+    let granted = || {
+        let got = get().unwrap_or(0);
+        if cfg!(target_os = "linux") {
+            got / 2
+        } else {
+            got
+        }
+    };
     let _ = set(want);
-    let got = get().unwrap_or(0);
-    if enough(got) {
+    if granted() >= want {
         return None;
     }
     let _ = set_forced(want);
-    let got = get().unwrap_or(0);
-    (!enough(got)).then_some(got)
+    let got = granted();
+    (got < want).then_some(got)
 }
 
 #[cfg(target_os = "linux")]

@@ -149,3 +149,79 @@ fn two_masters_share_one_postgres_job_cache() {
         .arg(format!("DROP SCHEMA {schema} CASCADE"))
         .output();
 }
+
+/// An unprivileged master cannot raise its UDP buffers past `net.core.rmem_max`; it says so,
+/// naming the sysctl, and serves anyway.
+#[test]
+fn unprivileged_master_names_the_sysctl_that_caps_its_udp_buffers() {
+    let max: usize = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    let is_root = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+    let setpriv = std::path::Path::new("/usr/bin/setpriv");
+    if !is_root || !setpriv.exists() || max >= 32 * 1024 * 1024 {
+        eprintln!(
+            "skipped: needs root and setpriv to run the master as nobody, and net.core.rmem_max \
+             below 32 MiB (it is {max})"
+        );
+        return;
+    }
+    let dir = saltq_tests::Scratch::new("unprivileged");
+    let port = free_port();
+    std::fs::create_dir_all(dir.0.join("etc")).unwrap();
+    std::fs::write(
+        dir.0.join("etc/master"),
+        format!(
+            "root_dir: {}\nport: {port}\nhttp_enabled: false\n",
+            dir.0.display()
+        ),
+    )
+    .unwrap();
+    let chown = std::process::Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(&dir.0)
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let mut master = std::process::Command::new(setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(saltq_tests::bin("saltq-master"))
+        .arg("-c")
+        .arg(dir.0.join("etc"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = master.stderr.take().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = seen.clone();
+    // Reads until the master exits (killed below).
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = stderr.read(&mut buf) {
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    let warned = || {
+        let log = seen.lock().unwrap();
+        (log.contains("net.core.rmem_max") && log.contains("net.core.wmem_max")).then_some(())
+    };
+    let start = std::time::Instant::now();
+    while warned().is_none() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = master.kill();
+    let _ = master.wait();
+    reader.join().unwrap();
+    let log = seen.lock().unwrap().clone();
+    assert!(
+        log.contains("net.core.rmem_max") && log.contains("receive buffer"),
+        "{log}"
+    );
+    assert!(log.contains("net.core.wmem_max"), "{log}");
+}
