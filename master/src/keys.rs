@@ -134,6 +134,13 @@ fn same_key(a: &str, b: &str) -> bool {
     }
 }
 
+/// Not rejected, and accepted with this very key: admitted without any change.
+fn admitted(keys: &BTreeMap<(KeyState, String), String>, id: &str, pem: &str) -> bool {
+    let get = |s: KeyState| keys.get(&(s, id.to_owned()));
+    get(KeyState::Rejected).is_none()
+        && get(KeyState::Accepted).is_some_and(|accepted| same_key(accepted, pem))
+}
+
 impl KeyStore {
     /// Opens (and creates) the key directories under `pki_dir`.
     pub fn open(pki_dir: &Path, policy: KeyPolicy) -> Result<KeyStore, KeyError> {
@@ -257,10 +264,11 @@ impl KeyStore {
     /// Whether `admit` would answer Accepted without writing anything: the usual case for
     /// every request of a connected minion, decided without waiting for the disk.
     pub fn is_admitted(&self, id: &str, pem: &str) -> bool {
-        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
-        let get = |s: KeyState| keys.get(&(s, id.to_owned()));
-        get(KeyState::Rejected).is_none()
-            && get(KeyState::Accepted).is_some_and(|accepted| same_key(accepted, pem))
+        admitted(
+            &self.keys.lock().unwrap_or_else(|e| e.into_inner()),
+            id,
+            pem,
+        )
     }
 
     fn admit_locked(
@@ -271,6 +279,9 @@ impl KeyStore {
         written: &mut Vec<PathBuf>,
     ) -> Result<Admission, KeyError> {
         let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        if admitted(&keys, id, pem) {
+            return Ok(Admission::Accepted);
+        }
         let get = |keys: &BTreeMap<(KeyState, String), String>, s: KeyState| {
             keys.get(&(s, id.to_owned())).cloned()
         };
@@ -278,10 +289,8 @@ impl KeyStore {
             return Ok(Admission::Rejected);
         }
         let ca_vouched = issuer != Issuer::SelfSigned && self.policy.accept_ca_signed;
-        if let Some(accepted) = get(&keys, KeyState::Accepted) {
-            if same_key(&accepted, pem) {
-                return Ok(Admission::Accepted);
-            }
+        if get(&keys, KeyState::Accepted).is_some() {
+            // Accepted with another key than the one presented.
             if ca_vouched {
                 // A CA-issued certificate may carry a new key (rotation): the CA vouches for it.
                 self.put_unsynced(&mut keys, KeyState::Accepted, id, pem, written)?;
