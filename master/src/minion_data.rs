@@ -11,7 +11,7 @@ use std::sync::{Arc, Condvar, Mutex};
 /// The handle the master keeps; dropping it, or [`MinionDataWriter::flush`], writes what is queued.
 pub struct MinionDataWriter {
     shared: Arc<Shared>,
-    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 #[derive(Default)]
@@ -45,7 +45,7 @@ impl MinionDataWriter {
             .expect("spawn the minion data writer thread");
         MinionDataWriter {
             shared,
-            thread: Mutex::new(Some(thread)),
+            thread: Some(thread),
         }
     }
 
@@ -73,7 +73,7 @@ impl Drop for MinionDataWriter {
     fn drop(&mut self) {
         self.shared.lock().closed = true;
         self.shared.changed.notify_all();
-        if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
