@@ -27,22 +27,25 @@ pub struct Bins {
 }
 
 impl Bins {
-    /// The path of one binary, checked to exist.
+    /// `saltq-master` or `saltq`, checked to exist.
     pub fn path(&self, name: &str) -> anyhow::Result<PathBuf> {
-        let (dir, build) = if name == "saltq-minion" {
-            (
-                &self.minion_dir,
-                "cargo build --profile minion -p saltq-minion",
-            )
-        } else {
-            (&self.dir, "cargo build --release --bins")
-        };
-        let p = dir.join(name);
-        if !p.is_file() {
-            bail!("{} is missing: build with `{build}`", p.display());
-        }
-        Ok(p)
+        existing(self.dir.join(name), "cargo build --release --bins")
     }
+
+    /// `saltq-minion` as shipped, checked to exist.
+    pub fn minion(&self) -> anyhow::Result<PathBuf> {
+        existing(
+            self.minion_dir.join("saltq-minion"),
+            "cargo build --profile minion -p saltq-minion",
+        )
+    }
+}
+
+fn existing(p: PathBuf, build: &str) -> anyhow::Result<PathBuf> {
+    if !p.is_file() {
+        bail!("{} is missing: build with `{build}`", p.display());
+    }
+    Ok(p)
 }
 
 /// A running master and how to reach it.
@@ -238,7 +241,7 @@ pub fn minion_config(root: &Path, id: &str, port: u16) -> anyhow::Result<PathBuf
 pub fn start_minion(bins: &Bins, root: &Path, id: &str, port: u16) -> anyhow::Result<Proc> {
     let etc = minion_config(root, id, port)?;
     Proc::spawn(
-        Command::new(bins.path("saltq-minion")?).arg("-c").arg(&etc),
+        Command::new(bins.minion()?).arg("-c").arg(&etc),
         &format!("saltq-minion {id}"),
         &root.join("minion.log"),
     )
@@ -248,7 +251,7 @@ pub fn start_minion(bins: &Bins, root: &Path, id: &str, port: u16) -> anyhow::Re
 pub fn start_swarm(bins: &Bins, root: &Path, count: usize, port: u16) -> anyhow::Result<Proc> {
     let etc = minion_config(root, "swarm-base", port)?;
     Proc::spawn(
-        Command::new(bins.path("saltq-minion")?)
+        Command::new(bins.minion()?)
             .arg("-c")
             .arg(&etc)
             .args(["swarm", "--count", &count.to_string()])
