@@ -3,10 +3,13 @@
 //! Firing never waits for subscribers. A subscriber that falls behind loses the oldest events
 //! and is told how many it missed, so a slow reader never slows the master or other readers.
 
+use std::pin::Pin;
 use std::sync::Arc;
 
+use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value};
 use tokio::sync::broadcast;
+use tokio_stream::wrappers::{BroadcastStream, errors::BroadcastStreamRecvError};
 
 /// One event.
 #[derive(Debug, Clone)]
@@ -17,10 +20,54 @@ pub struct Event {
     pub data: Map<String, Value>,
 }
 
-/// Handle to the bus; cheap to clone.
+/// A subscriber fell behind and lost this many events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Missed(pub u64);
+
+/// What a subscription yields: events in order, or how many it missed.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<Arc<Event>, Missed>> + Send>>;
+
+/// The transport of events: in one master an in-process broadcast ([`LocalBus`]); a cluster
+/// carries every replica's events to every other.
+pub trait Bus: Send + Sync {
+    /// Sends an event to every subscriber, never waiting for any.
+    fn publish(&self, event: Arc<Event>);
+    /// A subscription seeing events published from now on.
+    fn subscribe(&self) -> EventStream;
+}
+
+/// The in-process bus: a broadcast channel keeping `capacity` events for slow subscribers.
+pub struct LocalBus {
+    tx: broadcast::Sender<Arc<Event>>,
+}
+
+impl LocalBus {
+    /// A bus that keeps up to `capacity` events for slow subscribers.
+    pub fn new(capacity: usize) -> LocalBus {
+        LocalBus {
+            tx: broadcast::channel(capacity).0,
+        }
+    }
+}
+
+impl Bus for LocalBus {
+    fn publish(&self, event: Arc<Event>) {
+        // No subscriber is not an error.
+        let _ = self.tx.send(event);
+    }
+
+    fn subscribe(&self) -> EventStream {
+        Box::pin(
+            BroadcastStream::new(self.tx.subscribe())
+                .map(|r| r.map_err(|BroadcastStreamRecvError::Lagged(n)| Missed(n))),
+        )
+    }
+}
+
+/// Handle to the bus; cheap to clone. Stamps and counts what is fired.
 #[derive(Clone)]
 pub struct EventBus {
-    tx: broadcast::Sender<Arc<Event>>,
+    bus: Arc<dyn Bus>,
     metrics: Arc<crate::metrics::Metrics>,
 }
 
@@ -32,10 +79,14 @@ pub fn stamp() -> String {
 }
 
 impl EventBus {
-    /// A bus that keeps up to `capacity` events for slow subscribers.
+    /// An in-process bus that keeps up to `capacity` events for slow subscribers.
     pub fn new(capacity: usize, metrics: Arc<crate::metrics::Metrics>) -> EventBus {
-        let (tx, _) = broadcast::channel(capacity);
-        EventBus { tx, metrics }
+        EventBus::on(Arc::new(LocalBus::new(capacity)), metrics)
+    }
+
+    /// A handle firing onto `bus`.
+    pub fn on(bus: Arc<dyn Bus>, metrics: Arc<crate::metrics::Metrics>) -> EventBus {
+        EventBus { bus, metrics }
     }
 
     /// Counts events a slow subscriber missed.
@@ -64,13 +115,12 @@ impl EventBus {
         self.metrics
             .events_fired
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // No subscriber is not an error.
-        let _ = self.tx.send(event);
+        self.bus.publish(event);
     }
 
     /// A new subscription, seeing events fired from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
-        self.tx.subscribe()
+    pub fn subscribe(&self) -> EventStream {
+        self.bus.subscribe()
     }
 }
 
@@ -111,11 +161,11 @@ mod tests {
         for i in 0..10 {
             bus.fire(format!("t/{i}"), json!({"i": i}));
         }
-        match slow.recv().await {
-            Err(broadcast::error::RecvError::Lagged(n)) => assert_eq!(n, 6),
+        match slow.next().await {
+            Some(Err(Missed(n))) => assert_eq!(n, 6),
             other => panic!("expected lag, got {other:?}"),
         }
-        let next = slow.recv().await.unwrap();
+        let next = slow.next().await.unwrap().unwrap();
         assert_eq!(next.tag, "t/6");
         assert!(next.data.contains_key("_stamp"));
     }

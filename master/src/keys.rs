@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use tokio::sync::broadcast;
+
 use saltq_semantics::target::fnmatch;
 use saltq_transport::Issuer;
 use saltq_transport::pki::{self, fingerprint_spki, spki_from_pem};
@@ -116,6 +118,20 @@ pub struct KeyStore {
     dir: PathBuf,
     policy: KeyPolicy,
     keys: Mutex<BTreeMap<(KeyState, String), String>>,
+    /// Every change, for whoever must react: the subscription of a minion whose key is no
+    /// longer accepted is closed; in a cluster, the other replicas learn of it.
+    changes: broadcast::Sender<KeyChange>,
+}
+
+/// One change to the key set: `id`'s key entered (`added`) or left `state`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyChange {
+    /// The minion.
+    pub id: String,
+    /// The state its key entered or left.
+    pub state: KeyState,
+    /// Entered (true) or left (false).
+    pub added: bool,
 }
 
 fn valid_id(id: &str) -> bool {
@@ -180,7 +196,22 @@ impl KeyStore {
             dir: pki_dir.to_path_buf(),
             policy,
             keys: Mutex::new(keys),
+            changes: broadcast::channel(1024).0,
         })
+    }
+
+    /// Changes to the key set from now on.
+    pub fn changes(&self) -> broadcast::Receiver<KeyChange> {
+        self.changes.subscribe()
+    }
+
+    fn changed(&self, id: &str, state: KeyState, added: bool) {
+        // Nobody listening is not an error.
+        let _ = self.changes.send(KeyChange {
+            id: id.to_owned(),
+            state,
+            added,
+        });
     }
 
     fn path(&self, state: KeyState, id: &str) -> PathBuf {
@@ -196,6 +227,7 @@ impl KeyStore {
     ) -> Result<(), KeyError> {
         pki::write_public(&self.path(state, id), pem)?;
         keys.insert((state, id.to_owned()), pem.to_owned());
+        self.changed(id, state, true);
         Ok(())
     }
 
@@ -212,6 +244,7 @@ impl KeyStore {
         pki::write_public_unsynced(&path, pem)?;
         keys.insert((state, id.to_owned()), pem.to_owned());
         written.push(path);
+        self.changed(id, state, true);
         Ok(())
     }
 
@@ -227,7 +260,9 @@ impl KeyStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(source) => return Err(KeyError::Io { path: p, source }),
         }
-        keys.remove(&(state, id.to_owned()));
+        if keys.remove(&(state, id.to_owned())).is_some() {
+            self.changed(id, state, false);
+        }
         Ok(())
     }
 

@@ -2,16 +2,22 @@
 
 mod acl;
 mod config;
+mod delivery;
+mod duties;
 mod events;
+mod facts;
+mod follow;
 mod keys;
 mod metrics;
 mod minion_data;
 mod pillar;
 mod reactor;
+mod returns;
 mod run;
 mod runners;
 mod service;
 mod state;
+mod tracker;
 
 use std::path::PathBuf;
 

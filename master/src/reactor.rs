@@ -19,12 +19,14 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use futures_util::StreamExt;
 use saltq_proto::v1 as pb;
 use saltq_semantics::target::fnmatch;
 use saltq_transport::value;
 use serde_json::{Map, Value, json};
-use tokio::sync::{Semaphore, broadcast};
+use tokio::sync::Semaphore;
 
+use crate::events::Missed;
 use crate::keys::KeyState;
 use crate::state::Master;
 
@@ -36,14 +38,14 @@ pub async fn run(master: Arc<Master>) {
     let mut bus = master.events.subscribe();
     let pool = Arc::new(Semaphore::new(master.cfg.reactor_workers));
     loop {
-        let event = match bus.recv().await {
-            Ok(e) => e,
-            Err(broadcast::error::RecvError::Lagged(n)) => {
+        let event = match bus.next().await {
+            Some(Ok(e)) => e,
+            Some(Err(Missed(n))) => {
                 tracing::warn!("reactor fell behind the event bus, {n} events not reacted to");
                 master.events.missed(n);
                 continue;
             }
-            Err(broadcast::error::RecvError::Closed) => return,
+            None => return,
         };
         if event.tag == ERROR_TAG {
             continue;
@@ -171,11 +173,11 @@ async fn local(master: &Arc<Master>, fun: &str, o: &Map<String, Value>) -> Resul
         ..Default::default()
     };
     let (spec, target) = master.validate(req).map_err(|s| s.message().to_owned())?;
-    let (resp, _, _) = master
+    // Nobody follows a reaction's job: its returns are checked against the job cache.
+    master
         .publish(spec, &target, "reactor")
         .await
         .map_err(|s| s.message().to_owned())?;
-    master.forget_job(&resp.jid);
     Ok(())
 }
 

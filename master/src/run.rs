@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
+use futures_util::StreamExt;
 use saltq_proto::v1::{
     event_service_server::EventServiceServer, job_service_server::JobServiceServer,
     key_service_server::KeyServiceServer, minion_service_server::MinionServiceServer,
@@ -323,10 +324,12 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         }
         None => None,
     };
-    if !master.cfg.reactor.is_empty() {
-        tokio::spawn(crate::reactor::run(master.clone()));
-    }
-    let pruner = tokio::spawn(prune_loop(master.clone(), shutdown.clone()));
+    let duties = tokio::spawn(crate::duties::run(
+        master.clone(),
+        Arc::new(crate::duties::Alone::default()),
+        shutdown.clone(),
+    ));
+    tokio::spawn(close_revoked(master.clone()));
     if let Some(l) = http {
         let m = master.clone();
         tokio::spawn(saltq_transport::http::serve(
@@ -338,12 +341,8 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
             shutdown.clone(),
         ));
     }
-    let presence = master
-        .cfg
-        .presence_events
-        .then(|| tokio::spawn(presence_loop(master.clone())));
     listeners.serve(Authorize::new(routes), shutdown).await;
-    pruner.abort();
+    duties.abort();
     if let Some((queue, handle)) = event_return {
         queue.close();
         let _ = handle.await;
@@ -352,16 +351,44 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
             tracing::warn!(dropped = s.dropped, "event returners lost events");
         }
     }
-    if let Some(p) = presence {
-        p.abort();
-    }
     let m = master.clone();
-    let _ = tokio::task::spawn_blocking(move || m.flush_minion_data()).await;
+    let _ = tokio::task::spawn_blocking(move || m.facts.flush()).await;
     Ok(())
 }
 
+/// Ends the subscription of a minion whose key stops being accepted (deleted, rejected), at
+/// once: its stream ends, it reconnects, and the key store decides again (a deleted key comes
+/// back as pending, a rejected one is refused).
+async fn close_revoked(master: Arc<Master>) {
+    use tokio::sync::broadcast::error::RecvError;
+    let mut changes = master.keys.changes();
+    loop {
+        match changes.recv().await {
+            Ok(c) if c.state == crate::keys::KeyState::Accepted && !c.added => {
+                if master.delivery.close(&c.id) {
+                    tracing::info!(minion = %c.id, "key no longer accepted, subscription closed");
+                }
+            }
+            Ok(_) => {}
+            Err(RecvError::Lagged(n)) => {
+                tracing::warn!(
+                    "{n} key changes missed; closing subscriptions without an accepted key"
+                );
+                let accepted: std::collections::HashSet<String> =
+                    master.keys.accepted().into_iter().collect();
+                for id in master.delivery.connected() {
+                    if !accepted.contains(&id) {
+                        master.delivery.close(&id);
+                    }
+                }
+            }
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
 /// Removes jobs older than `keep_jobs_seconds`, hourly.
-async fn prune_loop(master: Arc<Master>, mut shutdown: watch::Receiver<bool>) {
+pub(crate) async fn prune_loop(master: Arc<Master>, mut shutdown: watch::Receiver<bool>) {
     let every = std::time::Duration::from_secs(3600).min(master.cfg.keep_jobs);
     loop {
         let cutoff = chrono::Utc::now()
@@ -379,7 +406,7 @@ async fn prune_loop(master: Arc<Master>, mut shutdown: watch::Receiver<bool>) {
 }
 
 /// Salt's `salt/presence/present` every `loop_interval` (60 s) when `presence_events` is on.
-async fn presence_loop(master: Arc<Master>) {
+pub(crate) async fn presence_loop(master: Arc<Master>) {
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
     loop {
         tick.tick().await;
@@ -427,8 +454,8 @@ async fn probe(master: &Master, path: &str) -> saltq_transport::http::Reply {
 async fn feed_event_returners(master: Arc<Master>, queue: saltq_returners::EventReturnQueue) {
     let mut bus = master.events.subscribe();
     loop {
-        match bus.recv().await {
-            Ok(e) => {
+        match bus.next().await {
+            Some(Ok(e)) => {
                 if queue.accepts(&e.tag) {
                     queue.push(saltq_returners::Event {
                         tag: e.tag.clone(),
@@ -436,11 +463,11 @@ async fn feed_event_returners(master: Arc<Master>, queue: saltq_returners::Event
                     });
                 }
             }
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+            Some(Err(crate::events::Missed(n))) => {
                 tracing::warn!("event returners fell behind the bus, {n} events not returned");
                 master.events.missed(n);
             }
-            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            None => return,
         }
     }
 }

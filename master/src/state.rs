@@ -1,88 +1,30 @@
-//! The master's shared state and the job path: who is connected, publishing a job to exactly
-//! the minions its target names, accepting and storing returns, and following a job to its end.
+//! The master's shared state and the job path: publishing a job to exactly the minions its
+//! target names and accepting and storing returns. The parts a second replica replaces are
+//! seams of their own: minion facts (`facts.rs`), delivery to subscriptions (`delivery.rs`),
+//! return fan-out (`returns.rs`), the event bus (`events.rs`); following a job to its end is
+//! `follow.rs` around the pure `tracker.rs`.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use saltq_jobcache::{JobCache, JobRecord, ReturnRecord, StoreOutcome};
 use saltq_proto::v1::{self as pb, subscribe_response::Kind};
 use saltq_semantics::jid::{Jid, JidGenerator};
-use saltq_semantics::target::{MinionFacts, Target, TargetType};
+use saltq_semantics::target::{Target, TargetType};
 use saltq_transport::value;
 use serde_json::{Map, Value, json};
-use tokio::sync::{broadcast, mpsc};
 use tonic::Status;
 
 use crate::config::MasterConfig;
+use crate::delivery::{Delivery, SubscriptionTx, Subscriptions};
 use crate::events::EventBus;
+use crate::facts::FactStore;
 use crate::keys::KeyStore;
-use crate::minion_data::MinionDataWriter;
+use crate::returns::{Followers, Following, ReturnSink};
 
 /// Salt's message when a target matches nobody.
 pub const NO_MINIONS: &str =
     "No minions matched the target. No command was sent, no jid was assigned.";
-
-/// The sender half of a minion's subscription stream. Messages are shared, so a job published
-/// to many minions is one allocation until each stream encodes it, and a subscription's queue
-/// costs a pointer per slot (tokio allocates a queue's slots 32 at a time, per subscription).
-pub type SubscriptionTx = mpsc::Sender<Arc<pb::SubscribeResponse>>;
-
-/// A connected minion's subscription.
-struct Subscription {
-    tx: SubscriptionTx,
-    /// Distinguishes this connection from a later one of the same minion.
-    conn_id: u64,
-}
-
-/// What the master knows of one minion.
-#[derive(Default)]
-struct MinionEntry {
-    grains: Option<GrainsText>,
-    pillar: Option<Value>,
-    subscription: Option<Subscription>,
-}
-
-/// A minion's grains kept as compact JSON text. Parsed, a host's grains take about 23 KiB of
-/// small allocations (a map per object, a string per value); as text about a quarter of that,
-/// which with 10,000 minions is the difference of some 150 MB. Only grain and ipcidr targets
-/// and the grains runners read them, and those parse what they look at.
-#[derive(Clone)]
-struct GrainsText(Arc<str>);
-
-impl GrainsText {
-    fn new(grains: &Value) -> GrainsText {
-        GrainsText(grains.to_string().into())
-    }
-
-    fn parse(&self) -> Value {
-        serde_json::from_str(&self.0).unwrap_or_else(|_| Value::Object(Map::new()))
-    }
-}
-
-/// The text of `data.json`: `{"grains": ..., "pillar": ...}`.
-fn minion_data_json(grains: Option<&GrainsText>, pillar: Option<&Value>) -> String {
-    let grains = grains.map_or("null", |g| &g.0);
-    let pillar = pillar.map_or_else(|| "null".to_owned(), Value::to_string);
-    format!("{{\"grains\":{grains},\"pillar\":{pillar}}}")
-}
-
-/// `data.json` as read back: the grains stay text.
-#[derive(serde::Deserialize)]
-struct MinionDataFile {
-    grains: Option<Box<serde_json::value::RawValue>>,
-    pillar: Option<Value>,
-}
-
-/// A job still being followed: who is expected, who returned, and who is watching.
-pub struct ActiveJob {
-    /// The load as published.
-    pub load: pb::JobLoad,
-    /// Minions expected to return.
-    pub expected: HashSet<String>,
-    returned: Mutex<HashSet<String>>,
-    watch: broadcast::Sender<Arc<pb::JobReturn>>,
-}
 
 /// Everything the services share.
 pub struct Master {
@@ -96,11 +38,23 @@ pub struct Master {
     pub cache: JobCache,
     /// Counters and histograms for /metrics.
     pub metrics: Arc<crate::metrics::Metrics>,
-    minions: Mutex<HashMap<String, MinionEntry>>,
-    jobs: Mutex<HashMap<String, Arc<ActiveJob>>>,
+    /// Grains and pillar of every minion seen, for targeting.
+    pub facts: FactStore,
+    /// Where jobs for minions go.
+    pub delivery: Arc<dyn Delivery>,
+    /// Jobs followed here, and the fan-out of their returns.
+    pub followers: Arc<Followers>,
     jids: Mutex<JidGenerator>,
-    next_conn: AtomicU64,
-    minion_data: MinionDataWriter,
+}
+
+/// A published job: the reply, its returns as they are stored, and who was actually sent it.
+pub struct Published {
+    /// The reply to the publisher: jid, expected minions, listed ids without a key.
+    pub resp: pb::PublishResponse,
+    /// The job's returns; dropping it stops following the job.
+    pub following: Following,
+    /// The expected minions the job was handed to (connected, with room in their queue).
+    pub sent: Vec<String>,
 }
 
 /// A validated publish request.
@@ -121,57 +75,24 @@ impl Master {
         cache: JobCache,
         last_jid: Option<Jid>,
     ) -> Master {
-        let minion_data_dir = cfg.cachedir.join("minions");
-        let mut minions = HashMap::new();
-        // Cached grains and pillar of minions seen before, so targeting works before they reconnect.
-        if let Ok(dir) = std::fs::read_dir(&minion_data_dir) {
-            for e in dir.flatten() {
-                let id = e.file_name().to_string_lossy().into_owned();
-                if let Ok(text) = std::fs::read_to_string(e.path().join("data.json"))
-                    && let Ok(v) = serde_json::from_str::<MinionDataFile>(&text)
-                {
-                    minions.insert(
-                        id,
-                        MinionEntry {
-                            grains: v
-                                .grains
-                                .filter(|g| g.get() != "null")
-                                .map(|g| GrainsText(Arc::from(g.get()))),
-                            pillar: v.pillar.filter(|p| !p.is_null()),
-                            subscription: None,
-                        },
-                    );
-                }
-            }
-        }
         let metrics = Arc::new(crate::metrics::Metrics::default());
         Master {
+            facts: FactStore::open(cfg.cachedir.join("minions")),
             cfg,
             keys,
             events: EventBus::new(8192, metrics.clone()),
             cache,
             metrics,
-            minions: Mutex::new(minions),
-            jobs: Mutex::new(HashMap::new()),
+            delivery: Arc::new(Subscriptions::default()),
+            followers: Arc::new(Followers::default()),
             jids: Mutex::new(JidGenerator::new(last_jid.as_ref())),
-            next_conn: AtomicU64::new(1),
-            minion_data: MinionDataWriter::start(minion_data_dir),
         }
     }
 
-    /// Records a minion's subscription and grains; returns the connection id.
+    /// Records a minion's subscription, grains and pillar; returns the connection id.
     pub fn subscribe(&self, id: &str, grains: Value, pillar: Value, tx: SubscriptionTx) -> u64 {
-        let conn_id = self.next_conn.fetch_add(1, Ordering::Relaxed);
-        let grains = GrainsText::new(&grains);
-        let data = minion_data_json(Some(&grains), Some(&pillar));
-        {
-            let mut m = self.minions.lock().unwrap_or_else(|e| e.into_inner());
-            let e = m.entry(id.to_owned()).or_default();
-            e.grains = Some(grains);
-            e.pillar = Some(pillar);
-            e.subscription = Some(Subscription { tx, conn_id });
-        }
-        self.minion_data.write(id, data);
+        self.facts.set(id, &grains, pillar);
+        let conn_id = self.delivery.attach(id, tx);
         if self.cfg.presence_events {
             self.events
                 .fire("salt/presence/change", json!({"new": [id], "lost": []}));
@@ -181,90 +102,12 @@ impl Master {
 
     /// Forgets a subscription, unless a newer connection of the same minion replaced it.
     pub fn unsubscribe(&self, id: &str, conn_id: u64) {
-        let mut m = self.minions.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(e) = m.get_mut(id)
-            && e.subscription
-                .as_ref()
-                .is_some_and(|s| s.conn_id == conn_id)
-        {
-            e.subscription = None;
-        }
-    }
-
-    /// Replaces the cached grains of a minion.
-    pub fn update_grains(&self, id: &str, grains: Value) {
-        let data = {
-            let mut m = self.minions.lock().unwrap_or_else(|e| e.into_inner());
-            let e = m.entry(id.to_owned()).or_default();
-            e.grains = Some(GrainsText::new(&grains));
-            minion_data_json(e.grains.as_ref(), e.pillar.as_ref())
-        };
-        self.minion_data.write(id, data);
-    }
-
-    /// Replaces the cached pillar of a minion (after it fetched a fresh one).
-    pub fn update_pillar(&self, id: &str, pillar: Value) {
-        let data = {
-            let mut m = self.minions.lock().unwrap_or_else(|e| e.into_inner());
-            let e = m.entry(id.to_owned()).or_default();
-            e.pillar = Some(pillar);
-            minion_data_json(e.grains.as_ref(), e.pillar.as_ref())
-        };
-        self.minion_data.write(id, data);
-    }
-
-    /// The cached grains and pillar of a minion.
-    pub fn cached(&self, id: &str) -> (Option<Value>, Option<Value>) {
-        let m = self.minions.lock().unwrap_or_else(|e| e.into_inner());
-        m.get(id)
-            .map(|e| (e.grains.as_ref().map(GrainsText::parse), e.pillar.clone()))
-            .unwrap_or_default()
-    }
-
-    /// Forgets the cached grains and/or pillar of a minion (cache.clear_*).
-    pub fn clear_cached(&self, id: &str, grains: bool, pillar: bool) {
-        let data = {
-            let mut m = self.minions.lock().unwrap_or_else(|e| e.into_inner());
-            let Some(e) = m.get_mut(id) else { return };
-            if grains {
-                e.grains = None;
-            }
-            if pillar {
-                e.pillar = None;
-            }
-            minion_data_json(e.grains.as_ref(), e.pillar.as_ref())
-        };
-        self.minion_data.write(id, data);
-    }
-
-    /// The cached grains of a minion.
-    pub fn grains_of(&self, id: &str) -> Option<Value> {
-        let m = self.minions.lock().unwrap_or_else(|e| e.into_inner());
-        m.get(id)
-            .and_then(|e| e.grains.as_ref().map(GrainsText::parse))
-    }
-
-    /// Waits until the cached grains and pillar handed over so far are on disk.
-    pub fn flush_minion_data(&self) {
-        self.minion_data.flush();
-    }
-
-    /// Whether a minion has a live subscription.
-    pub fn is_connected(&self, id: &str) -> bool {
-        let m = self.minions.lock().unwrap_or_else(|e| e.into_inner());
-        m.get(id).is_some_and(|e| e.subscription.is_some())
+        self.delivery.detach(id, conn_id);
     }
 
     /// Ids with a live subscription.
     pub fn connected(&self) -> Vec<String> {
-        let m = self.minions.lock().unwrap_or_else(|e| e.into_inner());
-        let mut v: Vec<String> = m
-            .iter()
-            .filter(|(_, e)| e.subscription.is_some())
-            .map(|(id, _)| id.clone())
-            .collect();
-        v.sort();
-        v
+        self.delivery.connected()
     }
 
     /// Validates a publish request: function names and target, before anything is sent.
@@ -310,31 +153,15 @@ impl Master {
     /// Minions the master expects to match, and listed ids that have no accepted key.
     pub fn resolve(&self, target: &Target) -> (Vec<String>, Vec<String>) {
         let accepted = self.keys.accepted();
-        let minions = self.minions.lock().unwrap_or_else(|e| e.into_inner());
-        let reads_grains = target.reads_grains();
-        let expected: Vec<String> = accepted
-            .iter()
-            .filter(|id| {
-                let e = minions.get(id.as_str());
-                let grains = e
-                    .and_then(|e| e.grains.as_ref())
-                    .filter(|_| reads_grains)
-                    .map(GrainsText::parse);
-                target.matches_greedy(&MinionFacts {
-                    id,
-                    grains: grains.as_ref(),
-                    pillar: e.and_then(|e| e.pillar.as_ref()),
-                })
-            })
-            .cloned()
-            .collect();
-        let accepted: HashSet<&String> = accepted.iter().collect();
-        let missing = target
-            .listed_ids()
-            .into_iter()
-            .filter(|id| !accepted.contains(id))
-            .collect();
-        (expected, missing)
+        let missing = {
+            let known: std::collections::HashSet<&String> = accepted.iter().collect();
+            target
+                .listed_ids()
+                .into_iter()
+                .filter(|id| !known.contains(id))
+                .collect()
+        };
+        (self.facts.matching(target, accepted), missing)
     }
 
     /// A new jid (or the caller's, validated).
@@ -346,20 +173,14 @@ impl Master {
         Ok(g.next(chrono::Utc::now()))
     }
 
-    /// Publishes a validated job. Returns the reply and the job being followed.
+    /// Publishes a validated job: stores its load, starts following it, announces it, and
+    /// hands it to the expected minions' subscriptions.
     pub async fn publish(
         &self,
         spec: PublishSpec,
         target: &Target,
         user: &str,
-    ) -> Result<
-        (
-            pb::PublishResponse,
-            Arc<ActiveJob>,
-            broadcast::Receiver<Arc<pb::JobReturn>>,
-        ),
-        Status,
-    > {
+    ) -> Result<Published, Status> {
         let (expected, missing) = self.resolve(target);
         if expected.is_empty() && missing.is_empty() {
             return Err(Status::not_found(NO_MINIONS));
@@ -397,82 +218,55 @@ impl Master {
             minions: expected.clone(),
             start_time: now,
         };
-        let stored = async {
-            self.cache.save_job(&record).await?;
-            self.cache.record_jid(&record.jid).await
-        };
-        if let Err(e) = stored.await {
+        // Saving the job also raises the stored last jid, in the same transaction.
+        if let Err(e) = self.cache.save_job(&record).await {
             tracing::error!("job cache unavailable, refusing job: {e}");
             return Err(Status::unavailable(format!(
                 "the job cache cannot be written, no job was published: {e}"
             )));
         }
-        // Room for every expected return, so a follower subscribed now never lags.
-        let (watch, first_rx) = broadcast::channel(expected.len().max(16) + 16);
-        let job = Arc::new(ActiveJob {
-            load: load.clone(),
-            expected: expected.iter().cloned().collect(),
-            returned: Mutex::new(HashSet::new()),
-            watch,
-        });
-        self.jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(load.jid.clone(), job.clone());
-        let mut new = load_to_json(&load);
+        // Followed before any minion can return.
+        let following = self.followers.follow(&load.jid, &expected, user, now);
+        let mut new = record.load;
         if let Value::Object(m) = &mut new {
             m.insert("minions".into(), json!(expected));
             m.insert("missing".into(), json!(missing));
         }
         self.events.fire(format!("salt/job/{}/new", load.jid), new);
         self.metrics.jobs_published.fetch_add(1, Ordering::Relaxed);
+        let jid = load.jid.clone();
         let msg = Arc::new(pb::SubscribeResponse {
-            kind: Some(Kind::Job(load.clone())),
+            kind: Some(Kind::Job(load)),
         });
-        let senders: Vec<(String, SubscriptionTx)> = {
-            let m = self.minions.lock().unwrap_or_else(|e| e.into_inner());
-            expected
-                .iter()
-                .filter_map(|id| {
-                    m.get(id)
-                        .and_then(|e| e.subscription.as_ref())
-                        .map(|s| (id.clone(), s.tx.clone()))
-                })
-                .collect()
-        };
-        for (id, tx) in senders {
-            if tx.try_send(msg.clone()).is_err() {
-                tracing::warn!(minion = %id, jid = %load.jid, "subscription full or closed, job not delivered");
-            }
+        let sent = self.delivery.deliver(&expected, msg);
+        if sent.len() < expected.len() {
+            tracing::debug!(%jid, expected = expected.len(), sent = sent.len(), "job not delivered to every expected minion");
         }
-        Ok((
-            pb::PublishResponse {
-                jid: load.jid,
+        Ok(Published {
+            resp: pb::PublishResponse {
+                jid,
                 minions: expected,
                 missing,
             },
-            job,
-            first_rx,
-        ))
+            following,
+            sent,
+        })
     }
 
     /// Accepts a return from minion `id`: checks the job was sent to it, stores it, announces it.
     pub async fn accept_return(&self, id: &str, r: pb::ReturnRequest) -> Result<bool, Status> {
-        let active = self
-            .jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&r.jid)
-            .cloned();
-        let (expected, started) = match &active {
-            Some(j) => (
-                j.expected.contains(id),
-                j.load.start_time.as_ref().and_then(|t| {
-                    chrono::DateTime::from_timestamp(t.seconds, t.nanos.max(0) as u32)
-                }),
-            ),
+        let (expected, started, user) = match self.followers.get(&r.jid) {
+            Some(f) => (f.expected.contains(id), Some(f.started), f.user.clone()),
             None => match self.cache.get_job(&r.jid).await {
-                Ok(Some(job)) => (job.minions.iter().any(|m| m == id), Some(job.start_time)),
+                Ok(Some(job)) => (
+                    job.minions.iter().any(|m| m == id),
+                    Some(job.start_time),
+                    job.load
+                        .get("user")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                ),
                 Ok(None) => {
                     return Err(Status::not_found(format!(
                         "unknown jid {}: no such job",
@@ -538,49 +332,27 @@ impl Master {
                 )));
             }
         }
-        let user = active
-            .as_ref()
-            .map(|j| j.load.user.clone())
-            .unwrap_or_default();
         self.events.fire(
             format!("salt/job/{}/ret/{id}", r.jid),
             json!({"cmd": "_return", "fun": fun, "fun_args": fun_args, "id": id, "jid": r.jid,
                    "retcode": r.retcode, "return": ret_json, "success": r.success, "user": user}),
         );
-        if let Some(job) = active {
-            let done = {
-                let mut returned = job.returned.lock().unwrap_or_else(|e| e.into_inner());
-                returned.insert(id.to_owned());
-                returned.len() >= job.expected.len()
-            };
-            let _ = job.watch.send(Arc::new(pb::JobReturn {
-                id: id.to_owned(),
-                jid: r.jid.clone(),
-                fun: r.fun,
-                fun_args: r.fun_args,
-                r#return: r.r#return,
-                retcode: r.retcode,
-                success: r.success,
-                out: r.out,
-                metadata: r.metadata,
-                stored_at: Some(prost_types::Timestamp {
-                    seconds: now.timestamp(),
-                    nanos: now.timestamp_subsec_nanos() as i32,
-                }),
-            }));
-            if done {
-                self.forget_job(&r.jid);
-            }
-        }
+        self.followers.announce(Arc::new(pb::JobReturn {
+            id: id.to_owned(),
+            jid: r.jid,
+            fun: r.fun,
+            fun_args: r.fun_args,
+            r#return: r.r#return,
+            retcode: r.retcode,
+            success: r.success,
+            out: r.out,
+            metadata: r.metadata,
+            stored_at: Some(prost_types::Timestamp {
+                seconds: now.timestamp(),
+                nanos: now.timestamp_subsec_nanos() as i32,
+            }),
+        }));
         Ok(true)
-    }
-
-    /// Stops following a job in memory (its record stays in the cache).
-    pub fn forget_job(&self, jid: &str) {
-        self.jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(jid);
     }
 }
 

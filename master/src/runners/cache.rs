@@ -21,7 +21,7 @@ fn matching(ctx: &RunnerCtx, a: &Args) -> Result<Vec<String>, String> {
         .accepted()
         .into_iter()
         .filter(|id| {
-            let (g, p) = ctx.master.cached(id);
+            let (g, p) = ctx.master.facts.cached(id);
             target.matches(&MinionFacts {
                 id,
                 grains: g.as_ref(),
@@ -34,7 +34,7 @@ fn matching(ctx: &RunnerCtx, a: &Args) -> Result<Vec<String>, String> {
 fn pick(ctx: &RunnerCtx, a: &Args, grains: bool) -> Result<Value, String> {
     let mut ret = Map::new();
     for id in matching(ctx, a)? {
-        let (g, p) = ctx.master.cached(&id);
+        let (g, p) = ctx.master.facts.cached(&id);
         if let Some(v) = if grains { g } else { p } {
             ret.insert(id, v);
         }
@@ -52,7 +52,7 @@ async fn pillar(ctx: RunnerCtx, a: Args) -> Result<Value, String> {
 
 async fn clear(ctx: RunnerCtx, a: Args, grains: bool, pillar: bool) -> Result<Value, String> {
     for id in matching(&ctx, &a)? {
-        ctx.master.clear_cached(&id, grains, pillar);
+        ctx.master.facts.clear(&id, grains, pillar);
     }
     Ok(json!(true))
 }

@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::follow::Follower;
 use saltq_proto::v1 as pb;
 use saltq_transport::value;
 use serde_json::{Map, Value, json};
-use tokio::time::Instant;
 
 use super::jobs::runner;
 use super::{Args, Runner, RunnerCtx, Spec};
@@ -32,27 +32,19 @@ pub async fn gather(
         .master
         .validate(req)
         .map_err(|s| s.message().to_owned())?;
-    let (resp, _job, mut rx) = match ctx.master.publish(spec, &target, &ctx.user).await {
+    let published = match ctx.master.publish(spec, &target, &ctx.user).await {
         Ok(p) => p,
         Err(s) if s.code() == tonic::Code::NotFound => return Ok((vec![], BTreeMap::new())),
         Err(s) => return Err(s.message().to_owned()),
     };
+    let expected = published.resp.minions.clone();
+    let mut job = Follower::plain(ctx.master.clone(), published, timeout);
     let mut replies = BTreeMap::new();
-    let deadline = Instant::now() + timeout;
-    while replies.len() < resp.minions.len() {
-        tokio::select! {
-            r = rx.recv() => match r {
-                Ok(ret) => {
-                    replies.insert(ret.id.clone(), ret.r#return.as_ref().map(value::from_prost).unwrap_or(Value::Null));
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(_) => break,
-            },
-            _ = tokio::time::sleep_until(deadline) => break,
-        }
+    while let Some(ret) = job.next().await {
+        let v = ret.r#return.as_ref().map(value::from_prost);
+        replies.insert(ret.id.clone(), v.unwrap_or(Value::Null));
     }
-    ctx.master.forget_job(&resp.jid);
-    Ok((resp.minions, replies))
+    Ok((expected, replies))
 }
 
 /// Replies only.
@@ -135,7 +127,8 @@ fn connected(ctx: &RunnerCtx, a: &Args, want: bool) -> Value {
             .map(|id| {
                 let ip = ctx
                     .master
-                    .grains_of(id)
+                    .facts
+                    .grains(id)
                     .and_then(|g| {
                         g.get("ipv4").and_then(|v| {
                             v.as_array()

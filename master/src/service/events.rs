@@ -2,16 +2,17 @@
 
 use std::sync::Arc;
 
+use futures_util::StreamExt;
 use saltq_proto::v1::{
     self as pb, event_service_server::EventService, stream_events_response::Kind,
 };
 use saltq_transport::value;
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use crate::events::TagFilter;
+use crate::events::{Missed, TagFilter};
 use crate::state::Master;
 
 /// The service.
@@ -55,18 +56,18 @@ impl EventService for EventApi {
         tokio::spawn(async move {
             loop {
                 let kind = tokio::select! {
-                    r = bus.recv() => match r {
-                        Ok(ev) if filter.matches(&ev.tag) => Kind::Event(pb::Event {
+                    r = bus.next() => match r {
+                        Some(Ok(ev)) if filter.matches(&ev.tag) => Kind::Event(pb::Event {
                             tag: ev.tag.clone(),
                             data: Some(value::map_to_struct(&ev.data)),
                         }),
-                        Ok(_) => continue,
-                        Err(broadcast::error::RecvError::Lagged(n)) => {
+                        Some(Ok(_)) => continue,
+                        Some(Err(Missed(n))) => {
                             tracing::warn!("event subscriber fell behind, {n} events missed");
                             events.missed(n);
                             Kind::Missed(n)
                         }
-                        Err(broadcast::error::RecvError::Closed) => break,
+                        None => break,
                     },
                     _ = tx.closed() => break,
                 };

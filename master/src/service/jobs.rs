@@ -1,6 +1,5 @@
 //! JobService: publish, run (publish and follow to the end, find_job included), look up, list.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,12 +7,13 @@ use saltq_jobcache::JobFilter;
 use saltq_proto::v1::{self as pb, job_service_server::JobService, run_response::Kind};
 use saltq_transport::value;
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc};
-use tokio::time::Instant;
+use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
+use crate::follow::Follower;
 use crate::state::{Master, load_from_json};
+use crate::tracker::Silence;
 
 /// The service.
 pub struct JobApi {
@@ -43,52 +43,26 @@ async fn send(out: &Out, kind: Kind) -> bool {
         .is_ok()
 }
 
-/// Follows a published job until every expected minion returned, or the wait ran out and
-/// find_job found none still running it. Streams each return, then who did not return and why.
-async fn follow(
-    master: Arc<Master>,
-    published: pb::PublishResponse,
-    mut rx: broadcast::Receiver<Arc<pb::JobReturn>>,
-    user: String,
-    timeout: Duration,
-    gather: Duration,
-    out: Out,
-) {
-    let jid = published.jid.clone();
-    let mut pending: HashSet<String> = published.minions.iter().cloned().collect();
-    let mut returned = 0u32;
-    let mut deadline = Instant::now() + timeout;
-    while !pending.is_empty() {
+/// Streams a published job's returns as they are stored, then who did not return and why.
+async fn follow(mut job: Follower, jid: String, out: Out) {
+    loop {
         tokio::select! {
-            r = rx.recv() => match r {
-                Ok(ret) => {
-                    if pending.remove(&ret.id) {
-                        returned += 1;
-                        if !send(&out, Kind::MinionReturn((*ret).clone())).await { break; }
+            r = job.next() => match r {
+                Some(ret) => {
+                    if !send(&out, Kind::MinionReturn((*ret).clone())).await {
+                        break;
                     }
                 }
-                Err(broadcast::error::RecvError::Lagged(n)) => {
-                    tracing::warn!(%jid, "run follower lagged by {n} returns");
-                }
-                Err(broadcast::error::RecvError::Closed) => break,
+                None => break,
             },
-            _ = tokio::time::sleep_until(deadline) => {
-                let ask: Vec<String> = pending.iter().filter(|id| master.is_connected(id)).cloned().collect();
-                if ask.is_empty() { break; }
-                let running = find_job(&master, &jid, ask, &user, gather, &mut rx, &mut pending, &mut returned, &out).await;
-                if running == 0 { break; }
-                deadline = Instant::now() + timeout;
-            }
             _ = out.closed() => break,
         }
     }
-    let mut silent: Vec<String> = pending.into_iter().collect();
-    silent.sort();
-    for id in &silent {
-        let reason = if master.is_connected(id) {
-            pb::NoReturnReason::NoResponse
-        } else {
-            pb::NoReturnReason::NotConnected
+    let outcome = job.finish();
+    for (id, why) in &outcome.silent {
+        let reason = match why {
+            Silence::NoResponse => pb::NoReturnReason::NoResponse,
+            Silence::NotConnected => pb::NoReturnReason::NotConnected,
         };
         send(
             &out,
@@ -99,87 +73,15 @@ async fn follow(
         )
         .await;
     }
-    for id in &published.missing {
-        send(
-            &out,
-            Kind::NoReturn(pb::NoReturn {
-                id: id.clone(),
-                reason: pb::NoReturnReason::NoResponse as i32,
-            }),
-        )
-        .await;
-    }
     send(
         &out,
         Kind::Finished(pb::RunFinished {
-            jid: jid.clone(),
-            returned,
-            not_returned: (silent.len() + published.missing.len()) as u32,
+            jid,
+            returned: outcome.returned,
+            not_returned: outcome.silent.len() as u32,
         }),
     )
     .await;
-    master.forget_job(&jid);
-}
-
-/// Asks `ask` whether they still run `jid` (saltutil.find_job), while still taking real returns.
-/// Returns how many are still running it.
-#[allow(clippy::too_many_arguments)]
-async fn find_job(
-    master: &Arc<Master>,
-    jid: &str,
-    ask: Vec<String>,
-    user: &str,
-    gather: Duration,
-    rx: &mut broadcast::Receiver<Arc<pb::JobReturn>>,
-    pending: &mut HashSet<String>,
-    returned: &mut u32,
-    out: &Out,
-) -> usize {
-    let req = pb::PublishRequest {
-        tgt: ask.join(","),
-        tgt_type: "list".into(),
-        fun: vec!["saltutil.find_job".into()],
-        arg: vec![value::to_prost(&Value::String(jid.to_owned()))],
-        ..Default::default()
-    };
-    let published = match master.validate(req) {
-        Ok((spec, target)) => master.publish(spec, &target, user).await,
-        Err(e) => Err(e),
-    };
-    let (resp, _job, mut fj_rx) = match published {
-        Ok(p) => p,
-        Err(e) => {
-            tracing::warn!(%jid, "find_job could not be published: {e}");
-            return 0;
-        }
-    };
-    let mut waiting: HashSet<String> = resp.minions.iter().cloned().collect();
-    let mut running = 0;
-    let deadline = Instant::now() + gather;
-    while !waiting.is_empty() {
-        tokio::select! {
-            r = fj_rx.recv() => match r {
-                Ok(ret) => {
-                    if waiting.remove(&ret.id) {
-                        let still = ret.r#return.as_ref().map(value::from_prost)
-                            .is_some_and(|v| v.as_object().is_some_and(|m| !m.is_empty()));
-                        if still && pending.contains(&ret.id) { running += 1; }
-                    }
-                }
-                Err(broadcast::error::RecvError::Lagged(_)) => {}
-                Err(broadcast::error::RecvError::Closed) => break,
-            },
-            r = rx.recv() => if let Ok(ret) = r
-                && pending.remove(&ret.id) {
-                    *returned += 1;
-                    waiting.remove(&ret.id);
-                    send(out, Kind::MinionReturn((*ret).clone())).await;
-                },
-            _ = tokio::time::sleep_until(deadline) => break,
-        }
-    }
-    master.forget_job(&resp.jid);
-    running
 }
 
 fn to_timestamp(t: chrono::DateTime<chrono::Utc>) -> prost_types::Timestamp {
@@ -234,10 +136,9 @@ impl JobService for JobApi {
     ) -> Result<Response<pb::PublishResponse>, Status> {
         let user = super::client_name(&req)?;
         let (spec, target) = self.master.validate(req.into_inner())?;
-        let (resp, _job, _rx) = self.master.publish(spec, &target, &user).await?;
-        // Nobody follows an async job in memory; its returns are checked against the cache.
-        self.master.forget_job(&resp.jid);
-        Ok(Response::new(resp))
+        // Nobody follows an async job: its returns are checked against the job cache.
+        let published = self.master.publish(spec, &target, &user).await?;
+        Ok(Response::new(published.resp))
     }
 
     async fn run(&self, req: Request<pb::RunRequest>) -> Result<Response<Self::RunStream>, Status> {
@@ -249,18 +150,12 @@ impl JobService for JobApi {
         let timeout = secs(body.timeout, self.master.cfg.timeout);
         let gather = secs(body.gather_job_timeout, self.master.cfg.gather_job_timeout);
         let (spec, target) = self.master.validate(publish)?;
-        let (resp, _job, rx) = self.master.publish(spec, &target, &user).await?;
+        let published = self.master.publish(spec, &target, &user).await?;
         let (tx, out) = mpsc::channel(256);
-        send(&tx, Kind::Published(resp.clone())).await;
-        tokio::spawn(follow(
-            self.master.clone(),
-            resp,
-            rx,
-            user,
-            timeout,
-            gather,
-            tx,
-        ));
+        send(&tx, Kind::Published(published.resp.clone())).await;
+        let jid = published.resp.jid.clone();
+        let job = Follower::new(self.master.clone(), published, &user, timeout, gather);
+        tokio::spawn(follow(job, jid, tx));
         Ok(Response::new(ReceiverStream::new(out)))
     }
 

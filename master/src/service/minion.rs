@@ -84,6 +84,18 @@ impl MinionApi {
     }
 }
 
+/// Compiles a minion's pillar on the blocking pool: it reads and renders files, and a fleet
+/// subscribing at once must not hold the async workers on them.
+async fn compile_pillar(master: &Arc<Master>, id: &str, grains: Value) -> Result<Value, String> {
+    let roots = master.cfg.pillar_roots.clone();
+    let id = id.to_owned();
+    tokio::task::spawn_blocking(move || {
+        crate::pillar::compile(&roots, &id, &grains).map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| format!("pillar compilation failed: {e}"))?
+}
+
 /// A subscription stream that tells the master when the minion goes away.
 pub struct SubscriptionStream {
     rx: mpsc::Receiver<Arc<pb::SubscribeResponse>>,
@@ -119,10 +131,11 @@ impl MinionService for MinionApi {
         let id = self.admit(&req, true)?;
         let body = req.into_inner();
         let grains = Value::Object(value::opt_struct(body.grains.as_ref()));
-        let pillar = crate::pillar::compile(&self.master.cfg.pillar_roots, &id, &grains)
+        let pillar = compile_pillar(&self.master, &id, grains.clone())
+            .await
             .unwrap_or_else(|e| {
                 tracing::warn!(minion = %id, "pillar failed to compile: {e}");
-                json!({"_errors": [e.to_string()]})
+                json!({"_errors": [e]})
             });
         let (tx, rx) = mpsc::channel(1024);
         let welcome = pb::SubscribeResponse {
@@ -180,10 +193,11 @@ impl MinionService for MinionApi {
         req: Request<pb::GetPillarRequest>,
     ) -> Result<Response<pb::GetPillarResponse>, Status> {
         let id = self.admit(&req, false)?;
-        let grains = self.master.grains_of(&id).unwrap_or(json!({}));
-        let pillar = crate::pillar::compile(&self.master.cfg.pillar_roots, &id, &grains)
+        let grains = self.master.facts.grains(&id).unwrap_or(json!({}));
+        let pillar = compile_pillar(&self.master, &id, grains)
+            .await
             .map_err(|e| Status::internal(format!("pillar for {id} failed to compile: {e}")))?;
-        self.master.update_pillar(&id, pillar.clone());
+        self.master.facts.set_pillar(&id, pillar.clone());
         Ok(Response::new(pb::GetPillarResponse {
             pillar: Some(value::json_to_struct(&pillar)),
         }))
@@ -195,7 +209,7 @@ impl MinionService for MinionApi {
     ) -> Result<Response<pb::UpdateGrainsResponse>, Status> {
         let id = self.admit(&req, false)?;
         let grains = Value::Object(value::opt_struct(req.into_inner().grains.as_ref()));
-        self.master.update_grains(&id, grains);
+        self.master.facts.set_grains(&id, &grains);
         Ok(Response::new(pb::UpdateGrainsResponse {}))
     }
 
