@@ -192,6 +192,20 @@ impl Master {
 
     /// Dials the master's API with the admin certificate, over QUIC.
     pub async fn client(&self) -> anyhow::Result<JobServiceClient<Channel>> {
+        Ok(JobServiceClient::new(self.channel().await?)
+            .max_decoding_message_size(64 << 20)
+            .max_encoding_message_size(64 << 20))
+    }
+
+    /// A runner client on a connection of its own.
+    pub async fn runner_client(
+        &self,
+    ) -> anyhow::Result<saltq_proto::v1::runner_service_client::RunnerServiceClient<Channel>> {
+        Ok(saltq_proto::v1::runner_service_client::RunnerServiceClient::new(self.channel().await?))
+    }
+
+    /// A new connection to the master's API with the admin certificate, over QUIC.
+    async fn channel(&self) -> anyhow::Result<Channel> {
         let pki = self.root.join("etc/saltq/pki/master");
         let opts = ConnectOptions {
             host: "127.0.0.1".into(),
@@ -202,10 +216,7 @@ impl Master {
             limits: Limits::default(),
             connect_timeout: Duration::from_secs(10),
         };
-        let channel = saltq_transport::connect(&opts).await?;
-        Ok(JobServiceClient::new(channel)
-            .max_decoding_message_size(64 << 20)
-            .max_encoding_message_size(64 << 20))
+        Ok(saltq_transport::connect(&opts).await?)
     }
 }
 

@@ -28,6 +28,9 @@ pub enum Scenario {
     Swarm,
     /// Returns stored per second: the job cache alone, and through the master from a swarm.
     Returns,
+    /// Publishing to a swarm of SIZE: how long the master takes to publish (glob and grain
+    /// targets), and how long a call needing the connected set waits meanwhile.
+    Publish,
 }
 
 impl Scenario {
@@ -39,6 +42,7 @@ impl Scenario {
             Scenario::MinionRss => "minion-rss",
             Scenario::Swarm => "swarm",
             Scenario::Returns => "returns",
+            Scenario::Publish => "publish",
         }
     }
 
@@ -47,6 +51,7 @@ impl Scenario {
         match self {
             Scenario::Cli | Scenario::Rpc | Scenario::MinionRss => 1,
             Scenario::Swarm | Scenario::Returns => 1000,
+            Scenario::Publish => 10_000,
         }
     }
 }
@@ -61,6 +66,7 @@ pub const ALL: &[(Scenario, usize)] = &[
     (Scenario::Swarm, 1000),
     (Scenario::Swarm, 10_000),
     (Scenario::Returns, 1000),
+    (Scenario::Publish, 10_000),
 ];
 
 /// What every scenario shares.
@@ -110,6 +116,7 @@ impl Ctx {
             Scenario::MinionRss => self.minion_rss().await,
             Scenario::Swarm => self.swarm(size).await,
             Scenario::Returns => self.returns(size).await,
+            Scenario::Publish => self.publish(size).await,
         };
         match (&result, self.scratch.take()) {
             (Ok(()), Some(d)) => {
@@ -528,6 +535,112 @@ impl Ctx {
         Ok(())
     }
 
+    async fn publish(&mut self, n: usize) -> anyhow::Result<()> {
+        let jobs = self.runs(20);
+        let dir = self.fresh_dir(&format!("publish-{n}"))?;
+        let mut master = Master::start(&self.bins, &dir.join("master"))?;
+        let started = Instant::now();
+        let mut swarm = start_swarm(&self.bins, &dir.join("swarm"), n, master.port)?;
+        let limit = Duration::from_secs(120 + n as u64 / 20);
+        master.wait_connected(n as u64, started, limit, &mut [&mut swarm])?;
+        let mut client = master.client().await?;
+        let mut runner = master.runner_client().await?;
+        let warm = run_job(&mut client, "*", "test.ping", 30.0).await?;
+        if warm.returned as usize != n {
+            bail!("publish warm-up job: {} of {n} returned", warm.returned);
+        }
+        // Every swarm minion's id starts with swarm-: a grain target that matches them all, so
+        // the master must read every minion's cached grains to resolve it.
+        const GRAIN: &str = "id:swarm-*";
+        let glob = publish_latencies(&mut client, "*", "glob", n, jobs).await?;
+        let grain = publish_latencies(&mut client, GRAIN, "grain", n, jobs).await?;
+        let done = std::cell::Cell::new(false);
+        let publishing = async {
+            let r = publish_latencies(&mut client, GRAIN, "grain", n, jobs).await;
+            done.set(true);
+            r
+        };
+        let (during, probe) = tokio::join!(publishing, probe_present(&mut runner, &done));
+        during?;
+        let mut probe = probe?;
+        swarm.stop();
+        master.proc.stop();
+        probe.sort_by(f64::total_cmp);
+        let p50 = |v: &[f64]| {
+            let mut v = v.to_vec();
+            v.sort_by(f64::total_cmp);
+            percentile(&v, 50.0)
+        };
+        eprintln!(
+            "  publish p50: glob {:.1} ms, grain {:.1} ms; manage.present during grain publishes: \
+             p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} calls)",
+            p50(&glob),
+            p50(&grain),
+            percentile(&probe, 50.0),
+            percentile(&probe, 99.0),
+            percentile(&probe, 100.0),
+            probe.len()
+        );
+        let note = format!(
+            "`JobService.Run` test.ping to all {n} swarm minions, {jobs} jobs one after another, \
+             each to Finished; time from the request to the `Published` message (the master \
+             resolved the target, stored the job and handed it to every subscription); median, \
+             min, max over the jobs"
+        );
+        self.figures.push(
+            Figure::new(
+                "publish",
+                n,
+                "publish_glob_ms",
+                format!("publish to {n} minions, glob '*'"),
+                "ms",
+                Summary::of(&glob).context("no jobs")?,
+                None,
+                None,
+            )
+            .note(note.clone()),
+        );
+        self.figures.push(
+            Figure::new(
+                "publish",
+                n,
+                "publish_grain_ms",
+                format!(
+                    "publish to {n} minions, grain target {GRAIN} (every minion's grains read)"
+                ),
+                "ms",
+                Summary::of(&grain).context("no jobs")?,
+                None,
+                None,
+            )
+            .note(note),
+        );
+        self.figures.push(
+            Figure::new(
+                "publish",
+                n,
+                "present_during_publish_ms",
+                format!("manage.present while grain-targeted jobs to {n} minions are published"),
+                "ms",
+                Summary::of(&probe).context("no probe calls")?,
+                None,
+                None,
+            )
+            .note(format!(
+                "`RunnerService.RunRunner` manage.present every 5 ms during {jobs} more grain-targeted \
+                 jobs; it reads the connected set, which subscriptions write: a publish holding that \
+                 lock while it resolves shows here; {} calls, p99 {:.1} ms",
+                probe.len(),
+                percentile(&probe, 99.0)
+            )),
+        );
+        self.details.insert(
+            format!("publish-{n}"),
+            json!({ "glob_ms": glob, "grain_ms": grain, "present_ms": probe }),
+        );
+        Ok(())
+    }
+
     async fn returns(&mut self, n: usize) -> anyhow::Result<()> {
         const CACHE_RETURNS: usize = 100_000;
         const WRITERS: usize = 256;
@@ -666,6 +779,72 @@ impl Ctx {
         );
         Ok(())
     }
+}
+
+/// Runs `jobs` test.ping jobs on `tgt` one after another; for each, the time from the request
+/// to the `Published` message, in ms. Each job must return from all `n` minions.
+async fn publish_latencies(
+    client: &mut saltq_proto::v1::job_service_client::JobServiceClient<saltq_transport::Channel>,
+    tgt: &str,
+    tgt_type: &str,
+    n: usize,
+    jobs: usize,
+) -> anyhow::Result<Vec<f64>> {
+    use saltq_proto::v1::{PublishRequest, RunRequest, run_response::Kind};
+    let mut out = Vec::with_capacity(jobs);
+    for _ in 0..jobs {
+        let req = RunRequest {
+            publish: Some(PublishRequest {
+                tgt: tgt.into(),
+                tgt_type: tgt_type.into(),
+                fun: vec!["test.ping".into()],
+                ..Default::default()
+            }),
+            timeout: 30.0,
+            gather_job_timeout: 30.0,
+        };
+        let started = Instant::now();
+        let mut stream = client.run(req).await?.into_inner();
+        let mut published = None;
+        let mut finished = None;
+        while let Some(msg) = stream.message().await? {
+            match msg.kind {
+                Some(Kind::Published(_)) => published = Some(started.elapsed()),
+                Some(Kind::Finished(f)) => finished = Some(f),
+                _ => {}
+            }
+        }
+        let (Some(p), Some(f)) = (published, finished) else {
+            bail!("the Run stream of {tgt} ended without Published and Finished");
+        };
+        if f.returned as usize != n {
+            bail!("publish job on {tgt}: {} of {n} returned", f.returned);
+        }
+        out.push(p.as_secs_f64() * 1e3);
+    }
+    Ok(out)
+}
+
+/// Calls the manage.present runner every 5 ms until `done`; each call's latency in ms.
+async fn probe_present(
+    runner: &mut saltq_proto::v1::runner_service_client::RunnerServiceClient<
+        saltq_transport::Channel,
+    >,
+    done: &std::cell::Cell<bool>,
+) -> anyhow::Result<Vec<f64>> {
+    let mut out = Vec::new();
+    while !done.get() {
+        let started = Instant::now();
+        runner
+            .run_runner(saltq_proto::v1::RunRunnerRequest {
+                fun: "manage.present".into(),
+                ..Default::default()
+            })
+            .await?;
+        out.push(started.elapsed().as_secs_f64() * 1e3);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Ok(out)
 }
 
 /// The rate in bench_returns' `sqlite: ... = X returns/s; ...` line.

@@ -147,7 +147,13 @@ impl MinionService for MinionApi {
         tx.try_send(Arc::new(welcome))
             .map_err(|_| Status::internal("subscription channel closed"))?;
         let conn_id = self.master.subscribe(&id, grains, pillar, tx);
-        tracing::info!(minion = %id, "minion subscribed");
+        tracing::info!(minion = %id, version = %body.version, "minion subscribed");
+        let ours = env!("CARGO_PKG_VERSION");
+        if !body.version.is_empty() && body.version != ours {
+            // Salt's manage.versions tells the same story on demand; a mixed fleet is worth a
+            // line in the master's log as it happens.
+            tracing::warn!(minion = %id, "minion runs saltq {}, the master {ours}", body.version);
+        }
         self.master.events.fire(
             format!("salt/minion/{id}/start"),
             json!({"id": id, "cmd": "_minion_event", "data": format!("Minion {id} started")}),

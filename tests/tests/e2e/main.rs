@@ -8,4 +8,5 @@ mod interop;
 mod jobs;
 mod ops;
 mod protocol;
+mod revocation;
 mod runners;
