@@ -8,6 +8,7 @@ mod events;
 mod facts;
 mod follow;
 mod keys;
+mod load;
 mod metrics;
 mod minion_data;
 mod pillar;

@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 use saltq_jobcache::{JobCache, JobRecord, ReturnRecord, StoreOutcome};
 use saltq_proto::v1::{self as pb, subscribe_response::Kind};
 use saltq_semantics::jid::{Jid, JidGenerator};
-use saltq_semantics::target::{Target, TargetType};
+use saltq_semantics::target::Target;
 use saltq_transport::value;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tonic::Status;
 
 use crate::config::MasterConfig;
@@ -20,6 +20,7 @@ use crate::delivery::{Delivery, SubscriptionTx, Subscriptions};
 use crate::events::EventBus;
 use crate::facts::FactStore;
 use crate::keys::KeyStore;
+use crate::load::{PublishSpec, fun_json, load_to_json};
 use crate::returns::{Followers, Following, ReturnSink};
 
 /// Salt's message when a target matches nobody.
@@ -55,16 +56,6 @@ pub struct Published {
     pub following: Following,
     /// The expected minions the job was handed to (connected, with room in their queue).
     pub sent: Vec<String>,
-}
-
-/// A validated publish request.
-pub struct PublishSpec {
-    /// The target as given.
-    pub tgt: String,
-    /// Its type.
-    pub tgt_type: TargetType,
-    /// The load fields other than jid and user.
-    pub req: pb::PublishRequest,
 }
 
 impl Master {
@@ -110,44 +101,9 @@ impl Master {
         self.delivery.connected()
     }
 
-    /// Validates a publish request: function names and target, before anything is sent.
+    /// Validates a publish request against this master's nodegroups.
     pub fn validate(&self, req: pb::PublishRequest) -> Result<(PublishSpec, Target), Status> {
-        if req.fun.is_empty() || req.fun.iter().any(|f| f.trim().is_empty()) {
-            return Err(Status::invalid_argument(
-                "no function given: fun must name at least one function, e.g. test.ping",
-            ));
-        }
-        for f in &req.fun {
-            if !f.contains('.') {
-                return Err(Status::invalid_argument(format!(
-                    "invalid function name {f:?}: expected module.function, e.g. test.ping"
-                )));
-            }
-        }
-        if req.fun.len() > 1 && !req.arg.is_empty() && req.arg.len() != req.fun.len() {
-            return Err(Status::invalid_argument(format!(
-                "a multi-function job of {} functions needs one argument list per function, got {}",
-                req.fun.len(),
-                req.arg.len()
-            )));
-        }
-        let tgt_type: TargetType =
-            req.tgt_type
-                .parse()
-                .map_err(|e: saltq_semantics::target::TargetError| {
-                    Status::invalid_argument(e.to_string())
-                })?;
-        let delimiter = (!req.delimiter.is_empty()).then_some(req.delimiter.as_str());
-        let target = Target::compile(&req.tgt, tgt_type, delimiter, &self.cfg.nodegroups)
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        Ok((
-            PublishSpec {
-                tgt: req.tgt.clone(),
-                tgt_type,
-                req,
-            },
-            target,
-        ))
+        crate::load::validate(req, &self.cfg.nodegroups)
     }
 
     /// Minions the master expects to match, and listed ids that have no accepted key.
@@ -188,30 +144,7 @@ impl Master {
         self.cfg.acl.check_publish(user, &spec.req.fun, &expected)?;
         let jid = self.next_jid(&spec.req.jid)?;
         let now = chrono::Utc::now();
-        let req = spec.req;
-        // Minions have no nodegroups: publish the expanded compound, as Salt does.
-        let (tgt, tgt_type) = match (spec.tgt_type, target.expanded_compound()) {
-            (TargetType::Nodegroup, Some(expr)) => (expr, TargetType::Compound),
-            _ => (spec.tgt, spec.tgt_type),
-        };
-        let load = pb::JobLoad {
-            jid: jid.to_string(),
-            tgt,
-            tgt_type: tgt_type.as_str().to_owned(),
-            fun: req.fun,
-            arg: req.arg,
-            kwarg: req.kwarg,
-            ret: req.ret,
-            user: user.to_owned(),
-            metadata: req.metadata,
-            delimiter: req.delimiter,
-            ret_config: req.ret_config,
-            ret_kwargs: req.ret_kwargs,
-            start_time: Some(prost_types::Timestamp {
-                seconds: now.timestamp(),
-                nanos: now.timestamp_subsec_nanos() as i32,
-            }),
-        };
+        let load = crate::load::make(spec, target, &jid, user, now);
         let record = JobRecord {
             jid: load.jid.clone(),
             load: load_to_json(&load),
@@ -353,80 +286,5 @@ impl Master {
             }),
         }));
         Ok(true)
-    }
-}
-
-/// Salt's `fun` field: a string for one function, a list for several.
-pub fn fun_json(fun: &[String]) -> Value {
-    match fun {
-        [one] => Value::String(one.clone()),
-        many => json!(many),
-    }
-}
-
-/// The load as stored in the job cache and shown in `salt/job/<jid>/new`.
-pub fn load_to_json(l: &pb::JobLoad) -> Value {
-    let mut m = Map::new();
-    m.insert("jid".into(), json!(l.jid));
-    m.insert("tgt".into(), json!(l.tgt));
-    m.insert("tgt_type".into(), json!(l.tgt_type));
-    m.insert("fun".into(), fun_json(&l.fun));
-    m.insert(
-        "arg".into(),
-        Value::Array(l.arg.iter().map(value::from_prost).collect()),
-    );
-    m.insert(
-        "kwarg".into(),
-        Value::Object(value::opt_struct(l.kwarg.as_ref())),
-    );
-    m.insert("ret".into(), json!(l.ret));
-    m.insert("user".into(), json!(l.user));
-    if let Some(md) = &l.metadata {
-        m.insert("metadata".into(), Value::Object(value::struct_to_map(md)));
-    }
-    if !l.delimiter.is_empty() {
-        m.insert("delimiter".into(), json!(l.delimiter));
-    }
-    Value::Object(m)
-}
-
-/// Rebuilds a load from its stored form.
-pub fn load_from_json(v: &Value) -> pb::JobLoad {
-    let s = |k: &str| {
-        v.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let fun = match v.get("fun") {
-        Some(Value::String(f)) => vec![f.clone()],
-        Some(Value::Array(a)) => a
-            .iter()
-            .filter_map(|f| f.as_str().map(str::to_owned))
-            .collect(),
-        _ => vec![],
-    };
-    let obj = |k: &str| match v.get(k) {
-        Some(Value::Object(m)) => Some(value::map_to_struct(m)),
-        _ => None,
-    };
-    pb::JobLoad {
-        jid: s("jid"),
-        tgt: s("tgt"),
-        tgt_type: s("tgt_type"),
-        fun,
-        arg: v
-            .get("arg")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().map(value::to_prost).collect())
-            .unwrap_or_default(),
-        kwarg: obj("kwarg"),
-        ret: s("ret"),
-        user: s("user"),
-        metadata: obj("metadata"),
-        delimiter: s("delimiter"),
-        ret_config: String::new(),
-        ret_kwargs: None,
-        start_time: None,
     }
 }

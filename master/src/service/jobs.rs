@@ -12,7 +12,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use crate::follow::Follower;
-use crate::state::{Master, load_from_json};
+use crate::load::load_from_json;
+use crate::state::Master;
 use crate::tracker::Silence;
 
 /// The service.
