@@ -647,52 +647,243 @@ fn run_returners(cfg: &Arc<MinionConfig>, out: Outgoing) {
     });
 }
 
+/// The first delay before re-sending an unacknowledged return.
+const RESEND_FIRST: Duration = Duration::from_millis(500);
+/// The longest delay between re-sends.
+const RESEND_MAX: Duration = Duration::from_secs(10);
+/// How long the master has to acknowledge a return.
+const RETURN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How one attempt to deliver a return went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Attempt {
+    /// Stored (or a duplicate of a stored one): done.
+    Acked,
+    /// The master will never take it (unknown job, not ours, malformed, too large): give up.
+    Refused(String),
+    /// Not acknowledged (connection lost, master busy, timed out): send again.
+    Unacked(String),
+    /// The minion is stopping: no connection will come.
+    Closed,
+}
+
+impl Attempt {
+    /// Classifies the answer to a `Return` call; `None` when the call timed out.
+    fn of(answer: Option<Result<(), Status>>) -> Attempt {
+        match answer {
+            Some(Ok(())) => Attempt::Acked,
+            Some(Err(s))
+                if matches!(
+                    s.code(),
+                    Code::NotFound
+                        | Code::PermissionDenied
+                        | Code::InvalidArgument
+                        | Code::ResourceExhausted
+                ) =>
+            {
+                Attempt::Refused(s.message().to_owned())
+            }
+            Some(Err(s)) => Attempt::Unacked(s.message().to_owned()),
+            None => Attempt::Unacked(format!("not acknowledged in {}s", RETURN_TIMEOUT.as_secs())),
+        }
+    }
+}
+
+/// Makes attempts until one is final, sleeping a jittered, growing delay after each
+/// unacknowledged one (so a fleet that lost its master does not re-send in lockstep).
+/// The backoff is shared across returns and reset by an acknowledgement.
+async fn deliver<F, Fut>(
+    jid: &str,
+    backoff: &mut Backoff,
+    mut unit: impl FnMut() -> f64,
+    mut attempt: F,
+) -> Attempt
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Attempt>,
+{
+    loop {
+        match attempt().await {
+            Attempt::Unacked(why) => {
+                let delay = backoff.next_delay(unit());
+                tracing::warn!(%jid, "return not acknowledged, resending in {delay:?}: {why}");
+                tokio::time::sleep(delay).await;
+            }
+            Attempt::Acked => {
+                backoff.reset();
+                return Attempt::Acked;
+            }
+            done => return done,
+        }
+    }
+}
+
 /// Sends returns in order, re-sending each until the master acknowledges it, across reconnects.
 async fn outbox(
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
-    mut chan: watch::Receiver<Option<Channel>>,
+    chan: watch::Receiver<Option<Channel>>,
     cfg: Arc<MinionConfig>,
 ) {
+    let mut backoff = Backoff::new(RESEND_FIRST, RESEND_MAX, true);
     while let Some(out) = rx.recv().await {
-        let req = out.req.clone();
-        loop {
-            let ch = match chan.wait_for(|c| c.is_some()).await {
-                Ok(c) => c.clone().expect("checked by wait_for"),
-                Err(_) => return,
-            };
-            let mut c = client(ch, &cfg);
-            match tokio::time::timeout(Duration::from_secs(30), c.r#return(req.clone())).await {
-                Ok(Ok(_)) => {
-                    run_returners(&cfg, out);
-                    break;
-                }
-                Ok(Err(s))
-                    if matches!(
-                        s.code(),
-                        Code::NotFound
-                            | Code::PermissionDenied
-                            | Code::InvalidArgument
-                            | Code::ResourceExhausted
-                    ) =>
-                {
-                    tracing::error!(jid = %req.jid, "master refused the return: {}", s.message());
-                    break;
-                }
-                Ok(Err(s)) => {
-                    tracing::warn!(jid = %req.jid, "return not acknowledged, will resend: {}", s.message())
-                }
-                Err(_) => {
-                    tracing::warn!(jid = %req.jid, "return not acknowledged in 30s, will resend")
-                }
+        let req = &out.req;
+        let attempt = || {
+            let mut chan = chan.clone();
+            let cfg = cfg.clone();
+            let req = req.clone();
+            async move {
+                // While disconnected, wait for the next subscription rather than back off.
+                let ch = match chan.wait_for(|c| c.is_some()).await {
+                    Ok(c) => c.clone(),
+                    Err(_) => return Attempt::Closed,
+                };
+                let Some(ch) = ch else {
+                    return Attempt::Closed;
+                };
+                let mut c = client(ch, &cfg);
+                let answer = tokio::time::timeout(RETURN_TIMEOUT, c.r#return(req)).await;
+                Attempt::of(answer.ok().map(|r| r.map(drop)))
             }
-            tokio::time::sleep(Duration::from_millis(500)).await;
+        };
+        match deliver(&req.jid, &mut backoff, rand::random::<f64>, attempt).await {
+            Attempt::Acked => run_returners(&cfg, out),
+            Attempt::Refused(why) => {
+                tracing::error!(jid = %out.req.jid, "master refused the return: {why}");
+            }
+            Attempt::Closed => return,
+            Attempt::Unacked(_) => {}
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
     use super::*;
+
+    #[test]
+    fn return_answers_are_classified() {
+        assert_eq!(Attempt::of(Some(Ok(()))), Attempt::Acked);
+        for code in [
+            Code::NotFound,
+            Code::PermissionDenied,
+            Code::InvalidArgument,
+            Code::ResourceExhausted,
+        ] {
+            assert!(
+                matches!(Attempt::of(Some(Err(Status::new(code, "no")))), Attempt::Refused(m) if m == "no"),
+                "{code:?}"
+            );
+        }
+        for code in [
+            Code::Unavailable,
+            Code::Internal,
+            Code::Cancelled,
+            Code::Unknown,
+        ] {
+            assert!(
+                matches!(
+                    Attempt::of(Some(Err(Status::new(code, "later")))),
+                    Attempt::Unacked(_)
+                ),
+                "{code:?}"
+            );
+        }
+        assert!(matches!(Attempt::of(None), Attempt::Unacked(m) if m.contains("30s")));
+    }
+
+    /// Plays `script` as the answers to successive attempts, recording (virtual) times.
+    async fn play(
+        backoff: &mut Backoff,
+        units: &[f64],
+        script: Vec<Attempt>,
+    ) -> (Attempt, Vec<u64>) {
+        let script = Mutex::new(VecDeque::from(script));
+        let start = tokio::time::Instant::now();
+        let times = Mutex::new(Vec::new());
+        let mut units = units.iter().copied().cycle();
+        let done = deliver(
+            "20260101000000000000",
+            backoff,
+            || units.next().unwrap_or(0.0),
+            || {
+                times
+                    .lock()
+                    .unwrap()
+                    .push((tokio::time::Instant::now() - start).as_millis() as u64);
+                let next = script
+                    .lock()
+                    .unwrap()
+                    .pop_front()
+                    .expect("an attempt too many");
+                async move { next }
+            },
+        )
+        .await;
+        (done, times.into_inner().unwrap())
+    }
+
+    fn unacked() -> Attempt {
+        Attempt::Unacked("unavailable".into())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn resends_back_off_with_jitter_and_reset_on_success() {
+        let mut b = Backoff::new(RESEND_FIRST, RESEND_MAX, true);
+        // Unit 0 gives the low end of each jittered delay: 250, 500, 1000, 2000 ms.
+        let (done, t) = play(
+            &mut b,
+            &[0.0],
+            vec![unacked(), unacked(), unacked(), unacked(), Attempt::Acked],
+        )
+        .await;
+        assert_eq!(done, Attempt::Acked);
+        assert_eq!(t, vec![0, 250, 750, 1750, 3750]);
+        // The acknowledgement reset the backoff: the next return starts over.
+        let (done, t) = play(&mut b, &[0.0], vec![unacked(), Attempt::Acked]).await;
+        assert_eq!(done, Attempt::Acked);
+        assert_eq!(t, vec![0, 250]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn resends_are_capped_and_spread_across_a_fleet() {
+        let mut b = Backoff::new(RESEND_FIRST, RESEND_MAX, true);
+        let script = std::iter::repeat_with(unacked)
+            .take(8)
+            .chain([Attempt::Acked])
+            .collect();
+        let (_, t) = play(&mut b, &[0.999_999], script).await;
+        let gaps: Vec<u64> = t.windows(2).map(|w| w[1] - w[0]).collect();
+        // The top of each jittered delay (tokio's timer rounds up to the millisecond), capped.
+        assert_eq!(
+            gaps,
+            vec![500, 1000, 2000, 4000, 8000, 10_000, 10_000, 10_000]
+        );
+        // Two minions drawing different units do not re-send at the same moments.
+        let mut a = Backoff::new(RESEND_FIRST, RESEND_MAX, true);
+        let mut b = Backoff::new(RESEND_FIRST, RESEND_MAX, true);
+        let (_, ta) = play(&mut a, &[0.1], vec![unacked(), unacked(), Attempt::Acked]).await;
+        let (_, tb) = play(&mut b, &[0.7], vec![unacked(), unacked(), Attempt::Acked]).await;
+        assert_ne!(ta, tb);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn refusal_and_closing_end_the_resending() {
+        let mut b = Backoff::new(RESEND_FIRST, RESEND_MAX, false);
+        let (done, t) = play(
+            &mut b,
+            &[0.0],
+            vec![unacked(), Attempt::Refused("not yours".into())],
+        )
+        .await;
+        assert_eq!(done, Attempt::Refused("not yours".into()));
+        assert_eq!(t, vec![0, 500]);
+        let (done, t) = play(&mut b, &[0.0], vec![Attempt::Closed]).await;
+        assert_eq!(done, Attempt::Closed);
+        assert_eq!(t, vec![0]);
+    }
 
     #[test]
     fn a_refused_subscription_names_the_key_state() {
