@@ -537,9 +537,11 @@ fn start_job(
         if !kwargs.is_empty() {
             fun_args.push(Value::Object(kwargs.clone()));
         }
-        let (ret, retcode, success) = if load.fun.len() == 1 {
+        // `out` is the outputter the function asks for (Salt's `__outputter__`); the master
+        // stores it and the CLI renders with it unless told otherwise.
+        let (ret, retcode, success, out) = if load.fun.len() == 1 {
             let o = saltq_exec::call(&job_ctx, &load.fun[0], args, kwargs, &publ).await;
-            (o.ret, o.retcode, o.success)
+            (o.ret, o.retcode, o.success, o.out)
         } else {
             // A multi-function job runs its functions in order; the return is keyed by function.
             let mut rets = Map::new();
@@ -557,7 +559,8 @@ fn start_job(
                 success &= o.success;
                 rets.insert(fun.clone(), o.ret);
             }
-            (Value::Object(rets), retcode, success)
+            // Keyed by function, the whole is nested whatever each function asked for.
+            (Value::Object(rets), retcode, success, None)
         };
         task_jobs.finish(&load.jid);
         let mut req = pb::ReturnRequest {
@@ -567,7 +570,7 @@ fn start_job(
             r#return: Some(value::to_prost(&ret)),
             retcode,
             success,
-            out: String::new(),
+            out: out.unwrap_or_default().to_owned(),
             metadata: load.metadata.clone(),
         };
         truncate_if_oversized(&mut req, max);
