@@ -1,8 +1,10 @@
 //! The minion's main loop: dial the master, hold the subscription, run each job in its own task,
 //! and hand results to the outbox, which re-sends them until the master acknowledges them.
 //!
-//! Connection states: `Disconnected { backoff }` → `Connecting` → `Subscribed`. A pending key
-//! waits `acceptance_wait_time` and tries again, so acceptance takes effect without a restart.
+//! A thin driver: when to dial, back off or wait for key acceptance is decided by the pure
+//! state machine in `link.rs` (`Disconnected` → `Connecting` → `Subscribed`); this loop only
+//! carries out its actions and selects over one closed `enum Event`. Every way out (whatever
+//! the link state) goes through one exit that kills running jobs and closes the connection.
 
 use std::future::Future;
 use std::pin::Pin;
