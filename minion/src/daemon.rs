@@ -1,9 +1,13 @@
 //! The minion's main loop: dial the master, hold the subscription, run each job in its own task,
 //! and hand results to the outbox, which re-sends them until the master acknowledges them.
 //!
-//! Connection states: `Disconnected { backoff }` → `Connecting` → `Subscribed`. A pending key
-//! waits `acceptance_wait_time` and tries again, so acceptance takes effect without a restart.
+//! A thin driver: when to dial, back off or wait for key acceptance is decided by the pure
+//! state machine in `link.rs` (`Disconnected` → `Connecting` → `Subscribed`); this loop only
+//! carries out its actions and selects over one closed `enum Event`. Every way out (whatever
+//! the link state) goes through one exit that kills running jobs and closes the connection.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -12,25 +16,18 @@ use saltq_proto::v1::{
     self as pb, minion_service_client::MinionServiceClient, subscribe_response::Kind,
 };
 use saltq_semantics::target::{MinionFacts, Nodegroups, Target, TargetType};
-use saltq_transport::{Channel, ConnectOptions, connect_via, value};
+use saltq_transport::{
+    Channel, ConnectError, ConnectOptions, KEY_STATE_HEADER, connect_via, value,
+};
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, watch};
-use tonic::Code;
+use tonic::{Code, Status, Streaming};
 
 use crate::backoff::Backoff;
 use crate::config::MinionConfig;
 use crate::identity;
 use crate::jobs::{Jobs, Refresh};
-
-/// What the main loop reacts to while subscribed.
-enum Event {
-    /// A message on the subscription, or its end.
-    Message(Option<Box<pb::SubscribeResponse>>),
-    /// An execution function asked for a refresh.
-    Refresh(Refresh),
-    /// SIGTERM or Ctrl-C.
-    Shutdown,
-}
+use crate::link::{Action, Input, KeyState, Link};
 
 type Client = MinionServiceClient<Channel>;
 
@@ -189,137 +186,258 @@ pub async fn run_with(
         ));
     }
 
-    let mut backoff = Backoff::new(cfg.recon_default, cfg.recon_max, cfg.recon_randomize);
-    let mut first = true;
+    let backoff = Backoff::new(cfg.recon_default, cfg.recon_max, cfg.recon_randomize);
+    let mut link = Link::new(backoff, cfg.acceptance_wait_time);
+    let mut phase = Phase::Idle;
+    let mut decided = Some(link.start());
     loop {
-        if !first {
-            let delay = backoff.next_delay(rand::random::<f64>());
-            tracing::debug!(?delay, "reconnecting after");
-            if sleep_or_stop(delay, &mut shutdown).await {
-                jobs.kill_all();
-                return Ok(());
+        // Carry out what the link decided, if it was asked.
+        if let Some(action) = decided.take() {
+            tracing::trace!(state = ?link.state(), ?action, "link");
+            match action {
+                Action::Dial => {
+                    let opts = connect_options(&cfg, &ident, &trust);
+                    let endpoint = shared.endpoint.clone();
+                    phase = Phase::Dialing(Box::pin(async move {
+                        connect_via(&opts, endpoint.as_ref()).await
+                    }));
+                }
+                Action::DialAfter(delay) => {
+                    tracing::debug!(?delay, "dialing the master after");
+                    phase = Phase::Waiting(Box::pin(tokio::time::sleep(delay)));
+                }
+                Action::Subscribe => {
+                    if let Phase::Connected(ch) = std::mem::replace(&mut phase, Phase::Idle) {
+                        let mut c = client(ch.clone(), &cfg);
+                        let request = pb::SubscribeRequest {
+                            grains: Some(value::json_to_struct(&ctx.grains())),
+                            version: env!("CARGO_PKG_VERSION").into(),
+                        };
+                        let answer = Box::pin(async move { c.subscribe(request).await });
+                        phase = Phase::Subscribing(ch, answer);
+                    }
+                }
+                Action::Serve => {
+                    if let Phase::Serving(sub) = &phase {
+                        tracing::info!(master = %address(&cfg), transport = cfg.transport.as_str(), "subscribed");
+                        let _ = chan_tx.send(Some(sub.ch.clone()));
+                    }
+                }
+                Action::Stop => break,
             }
         }
-        first = false;
-        // Connecting.
-        let opts = ConnectOptions {
-            host: cfg.master.clone(),
-            port: cfg.master_port,
-            transport: cfg.transport,
-            identity: ident.clone(),
-            trust: trust.clone(),
-            limits: cfg.limits.clone(),
-            connect_timeout: Duration::from_secs(10),
+        // Wait for what happens next.
+        let serving = matches!(phase, Phase::Serving(_));
+        let event = tokio::select! {
+            biased;
+            _ = shutdown.wait_for(|s| *s) => Event::Shutdown,
+            e = phase.next() => e,
+            // Refreshes wait for a subscription: they talk to the master.
+            Some(r) = refresh_rx.recv(), if serving => Event::Refresh(r),
         };
-        let ch = tokio::select! {
-            r = connect_via(&opts, shared.endpoint.as_ref()) => r,
-            _ = shutdown.wait_for(|s| *s) => { jobs.kill_all(); return Ok(()); }
-        };
-        let ch = match ch {
-            Ok(ch) => ch,
-            Err(e) => {
+        let unit = rand::random::<f64>();
+        decided = match event {
+            Event::Shutdown => Some(link.on(Input::Shutdown, unit)),
+            Event::Waited => Some(link.waited()),
+            Event::Dialed(Ok(ch)) => {
+                if let Err(e) = identity::pin_if_first_use(&cfg, &mut trust) {
+                    tracing::error!("cannot pin the master's CA: {e:#}");
+                }
+                phase = Phase::Connected(ch);
+                Some(link.on(Input::Connected, unit))
+            }
+            Event::Dialed(Err(e)) => {
                 tracing::warn!("{e}");
-                continue;
+                Some(link.on(Input::ConnectFailed(e.kind), unit))
             }
-        };
-        if let Err(e) = identity::pin_if_first_use(&cfg, &mut trust) {
-            tracing::error!("cannot pin the master's CA: {e:#}");
-        }
-        let mut c = client(ch.clone(), &cfg);
-        let request = pb::SubscribeRequest {
-            grains: Some(value::json_to_struct(&ctx.grains())),
-            version: env!("CARGO_PKG_VERSION").into(),
-        };
-        let stream = match c.subscribe(request).await {
-            Ok(s) => s.into_inner(),
-            Err(status) => {
-                let state = status
-                    .metadata()
-                    .get("saltq-key-state")
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned);
-                if status.code() == Code::PermissionDenied && state.is_some() {
-                    tracing::warn!(
+            Event::Answered(Ok(stream)) => {
+                if let Phase::Subscribing(ch, _) = std::mem::replace(&mut phase, Phase::Idle) {
+                    let c = client(ch.clone(), &cfg);
+                    phase = Phase::Serving(Box::new(Subscription {
+                        ch,
+                        client: c,
+                        stream,
+                    }));
+                }
+                Some(link.on(Input::Subscribed, unit))
+            }
+            Event::Answered(Err(status)) => {
+                let input = refusal(&status);
+                match input {
+                    Input::KeyRefused(_) => tracing::warn!(
                         "{}; retrying in {:?}",
                         status.message(),
                         cfg.acceptance_wait_time
-                    );
-                    first = true;
-                    if sleep_or_stop(cfg.acceptance_wait_time, &mut shutdown).await {
-                        return Ok(());
-                    }
-                } else {
-                    tracing::warn!(
+                    ),
+                    _ => tracing::warn!(
                         "cannot subscribe at {}: {} ({})",
-                        opts.address(),
+                        address(&cfg),
                         status.message(),
                         saltq_transport::client::classify_text(&format!(
                             "{status:?} {:?}",
-                            ch.close_reason()
+                            phase.channel().and_then(Channel::close_reason)
                         ))
                         .describe()
-                    );
+                    ),
                 }
-                continue;
+                Some(link.on(input, unit))
             }
-        };
-        // Subscribed.
-        backoff.reset();
-        tracing::info!(master = %opts.address(), transport = cfg.transport.as_str(), "subscribed");
-        let _ = chan_tx.send(Some(ch.clone()));
-        let mut stream = stream;
-        loop {
-            let event = tokio::select! {
-                m = stream.message() => Event::Message(m.map(|o| o.map(Box::new)).unwrap_or_else(|s| {
-                    tracing::warn!("subscription ended: {}", s.message());
-                    None
-                })),
-                Some(r) = refresh_rx.recv() => Event::Refresh(r),
-                _ = shutdown.wait_for(|s| *s) => Event::Shutdown,
-            };
-            match event {
-                Event::Message(Some(msg)) => match msg.kind {
+            Event::Message(Some(msg)) => {
+                match msg.kind {
                     Some(Kind::Welcome(w)) => {
                         let p = Value::Object(value::opt_struct(w.pillar.as_ref()));
                         *pillar.write().unwrap_or_else(|e| e.into_inner()) = p;
                     }
                     Some(Kind::Job(load)) => start_job(&cfg, &ctx, &jobs, load, &ret_tx),
-                    Some(Kind::Control(ctl)) => {
-                        let r = match pb::ControlAction::try_from(ctl.action) {
-                            Ok(pb::ControlAction::RefreshPillar) => Some(Refresh::Pillar),
-                            Ok(pb::ControlAction::RefreshGrains) => Some(Refresh::Grains),
-                            _ => None,
-                        };
-                        if let Some(r) = r {
-                            refresh(&cfg, &mut c, &ctx, r).await;
-                        }
-                    }
-                    None => {}
-                },
-                Event::Message(None) => break,
-                Event::Refresh(r) => refresh(&cfg, &mut c, &ctx, r).await,
-                Event::Shutdown => {
-                    let killed = jobs.kill_all();
-                    if killed > 0 {
-                        tracing::warn!("stopping: ended {killed} running jobs");
-                    }
-                    let _ = chan_tx.send(None);
-                    ch.close().await;
-                    return Ok(());
+                    // `control` is deprecated: no master sends it.
+                    _ => {}
                 }
+                None
             }
+            Event::Message(None) => {
+                let _ = chan_tx.send(None);
+                tracing::warn!(master = %address(&cfg), "lost the master; reconnecting");
+                Some(link.on(Input::StreamEnded, unit))
+            }
+            Event::Refresh(r) => {
+                if let Phase::Serving(sub) = &mut phase {
+                    refresh(&cfg, &mut sub.client, &ctx, r).await;
+                }
+                None
+            }
+        };
+    }
+    // The one way out: whatever the state (subscribed, connecting, backing off, waiting for
+    // the key to be accepted), running jobs end with the minion.
+    let killed = jobs.kill_all();
+    if killed > 0 {
+        tracing::warn!("stopping: ended {killed} running jobs");
+    }
+    let _ = chan_tx.send(None);
+    if let Some(ch) = phase.channel() {
+        ch.close().await;
+    }
+    Ok(())
+}
+
+/// What the main loop reacts to.
+enum Event {
+    /// The wait before the next dial is over.
+    Waited,
+    /// A dial finished.
+    Dialed(Result<Channel, ConnectError>),
+    /// The master answered the subscription request.
+    Answered(Result<Streaming<pb::SubscribeResponse>, Status>),
+    /// A message on the subscription, or its end.
+    Message(Option<Box<pb::SubscribeResponse>>),
+    /// An execution function asked for a refresh.
+    Refresh(Refresh),
+    /// SIGTERM, Ctrl-C, or the swarm stopping.
+    Shutdown,
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// The I/O under way for the link's state: what the main loop waits on besides shutdown.
+enum Phase {
+    /// Nothing under way.
+    Idle,
+    /// Disconnected: sleeping before the next dial.
+    Waiting(Pin<Box<tokio::time::Sleep>>),
+    /// Connecting: the dial.
+    Dialing(BoxFuture<Result<Channel, ConnectError>>),
+    /// Connecting: the connection is up, the subscription not yet asked for.
+    Connected(Channel),
+    /// Connecting: the subscription request, on this connection.
+    Subscribing(
+        Channel,
+        BoxFuture<Result<tonic::Response<Streaming<pb::SubscribeResponse>>, Status>>,
+    ),
+    /// Subscribed (boxed: the stream is large, and this is the long-lived phase).
+    Serving(Box<Subscription>),
+}
+
+/// A held subscription.
+struct Subscription {
+    /// The connection it is on.
+    ch: Channel,
+    /// For refreshes, on the same connection.
+    client: Client,
+    /// Jobs from the master.
+    stream: Streaming<pb::SubscribeResponse>,
+}
+
+impl Phase {
+    /// The next event from the I/O under way; never, when there is none.
+    async fn next(&mut self) -> Event {
+        match self {
+            Phase::Idle | Phase::Connected(_) => std::future::pending().await,
+            Phase::Waiting(sleep) => {
+                sleep.as_mut().await;
+                Event::Waited
+            }
+            Phase::Dialing(dial) => Event::Dialed(dial.as_mut().await),
+            Phase::Subscribing(_, answer) => {
+                Event::Answered(answer.as_mut().await.map(tonic::Response::into_inner))
+            }
+            Phase::Serving(sub) => Event::Message(
+                sub.stream
+                    .message()
+                    .await
+                    .map(|o| o.map(Box::new))
+                    .unwrap_or_else(|s| {
+                        tracing::warn!("subscription ended: {}", s.message());
+                        None
+                    }),
+            ),
         }
-        let _ = chan_tx.send(None);
-        tracing::warn!(master = %opts.address(), "lost the master; reconnecting");
+    }
+
+    /// The connection held, if any.
+    fn channel(&self) -> Option<&Channel> {
+        match self {
+            Phase::Connected(ch) | Phase::Subscribing(ch, _) => Some(ch),
+            Phase::Serving(sub) => Some(&sub.ch),
+            Phase::Idle | Phase::Waiting(_) | Phase::Dialing(_) => None,
+        }
     }
 }
 
-/// Sleeps, or returns true at once when shutdown is asked for.
-async fn sleep_or_stop(d: Duration, shutdown: &mut watch::Receiver<bool>) -> bool {
-    // Jobs keep running while the master is away; they are ended by the caller's shutdown path.
-    tokio::select! {
-        _ = tokio::time::sleep(d) => false,
-        _ = shutdown.wait_for(|s| *s) => true,
+/// Classifies a refused subscription for the link: the master names our key's state in
+/// `KEY_STATE_HEADER` when the key is what stands in the way.
+fn refusal(status: &Status) -> Input {
+    let state = status
+        .metadata()
+        .get(KEY_STATE_HEADER)
+        .and_then(|v| v.to_str().ok());
+    match state {
+        Some(s) if status.code() == Code::PermissionDenied => Input::KeyRefused(KeyState::parse(s)),
+        _ => Input::SubscribeFailed,
+    }
+}
+
+fn connect_options(
+    cfg: &MinionConfig,
+    ident: &saltq_transport::pki::CertKey,
+    trust: &saltq_transport::tls::ServerTrust,
+) -> ConnectOptions {
+    ConnectOptions {
+        host: cfg.master.clone(),
+        port: cfg.master_port,
+        transport: cfg.transport,
+        identity: ident.clone(),
+        trust: trust.clone(),
+        limits: cfg.limits.clone(),
+        connect_timeout: Duration::from_secs(10),
+    }
+}
+
+/// `host:port` of the master, for messages.
+fn address(cfg: &MinionConfig) -> String {
+    if cfg.master.contains(':') {
+        format!("[{}]:{}", cfg.master, cfg.master_port)
+    } else {
+        format!("{}:{}", cfg.master, cfg.master_port)
     }
 }
 
@@ -421,9 +539,11 @@ fn start_job(
         if !kwargs.is_empty() {
             fun_args.push(Value::Object(kwargs.clone()));
         }
-        let (ret, retcode, success) = if load.fun.len() == 1 {
+        // `out` is the outputter the function asks for (Salt's `__outputter__`); the master
+        // stores it and the CLI renders with it unless told otherwise.
+        let (ret, retcode, success, out) = if load.fun.len() == 1 {
             let o = saltq_exec::call(&job_ctx, &load.fun[0], args, kwargs, &publ).await;
-            (o.ret, o.retcode, o.success)
+            (o.ret, o.retcode, o.success, o.out)
         } else {
             // A multi-function job runs its functions in order; the return is keyed by function.
             let mut rets = Map::new();
@@ -441,7 +561,8 @@ fn start_job(
                 success &= o.success;
                 rets.insert(fun.clone(), o.ret);
             }
-            (Value::Object(rets), retcode, success)
+            // Keyed by function, the whole is nested whatever each function asked for.
+            (Value::Object(rets), retcode, success, None)
         };
         task_jobs.finish(&load.jid);
         let mut req = pb::ReturnRequest {
@@ -451,7 +572,7 @@ fn start_job(
             r#return: Some(value::to_prost(&ret)),
             retcode,
             success,
-            out: String::new(),
+            out: out.unwrap_or_default().to_owned(),
             metadata: load.metadata.clone(),
         };
         truncate_if_oversized(&mut req, max);
@@ -531,45 +652,273 @@ fn run_returners(cfg: &Arc<MinionConfig>, out: Outgoing) {
     });
 }
 
+/// The first delay before re-sending an unacknowledged return.
+const RESEND_FIRST: Duration = Duration::from_millis(500);
+/// The longest delay between re-sends.
+const RESEND_MAX: Duration = Duration::from_secs(10);
+/// How long the master has to acknowledge a return.
+const RETURN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How one attempt to deliver a return went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Attempt {
+    /// Stored (or a duplicate of a stored one): done.
+    Acked,
+    /// The master will never take it (unknown job, not ours, malformed, too large): give up.
+    Refused(String),
+    /// Not acknowledged (connection lost, master busy, timed out): send again.
+    Unacked(String),
+    /// The minion is stopping: no connection will come.
+    Closed,
+}
+
+impl Attempt {
+    /// Classifies the answer to a `Return` call; `None` when the call timed out.
+    fn of(answer: Option<Result<(), Status>>) -> Attempt {
+        match answer {
+            Some(Ok(())) => Attempt::Acked,
+            Some(Err(s))
+                if matches!(
+                    s.code(),
+                    Code::NotFound
+                        | Code::PermissionDenied
+                        | Code::InvalidArgument
+                        | Code::ResourceExhausted
+                ) =>
+            {
+                Attempt::Refused(s.message().to_owned())
+            }
+            Some(Err(s)) => Attempt::Unacked(s.message().to_owned()),
+            None => Attempt::Unacked(format!("not acknowledged in {}s", RETURN_TIMEOUT.as_secs())),
+        }
+    }
+}
+
+/// Makes attempts until one is final, sleeping a jittered, growing delay after each
+/// unacknowledged one (so a fleet that lost its master does not re-send in lockstep).
+/// The backoff is shared across returns and reset by an acknowledgement.
+async fn deliver<F, Fut>(
+    jid: &str,
+    backoff: &mut Backoff,
+    mut unit: impl FnMut() -> f64,
+    mut attempt: F,
+) -> Attempt
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Attempt>,
+{
+    loop {
+        match attempt().await {
+            Attempt::Unacked(why) => {
+                let delay = backoff.next_delay(unit());
+                tracing::warn!(%jid, "return not acknowledged, resending in {delay:?}: {why}");
+                tokio::time::sleep(delay).await;
+            }
+            Attempt::Acked => {
+                backoff.reset();
+                return Attempt::Acked;
+            }
+            done => return done,
+        }
+    }
+}
+
 /// Sends returns in order, re-sending each until the master acknowledges it, across reconnects.
 async fn outbox(
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
-    mut chan: watch::Receiver<Option<Channel>>,
+    chan: watch::Receiver<Option<Channel>>,
     cfg: Arc<MinionConfig>,
 ) {
+    let mut backoff = Backoff::new(RESEND_FIRST, RESEND_MAX, true);
     while let Some(out) = rx.recv().await {
-        let req = out.req.clone();
-        loop {
-            let ch = match chan.wait_for(|c| c.is_some()).await {
-                Ok(c) => c.clone().expect("checked by wait_for"),
-                Err(_) => return,
-            };
-            let mut c = client(ch, &cfg);
-            match tokio::time::timeout(Duration::from_secs(30), c.r#return(req.clone())).await {
-                Ok(Ok(_)) => {
-                    run_returners(&cfg, out);
-                    break;
-                }
-                Ok(Err(s))
-                    if matches!(
-                        s.code(),
-                        Code::NotFound
-                            | Code::PermissionDenied
-                            | Code::InvalidArgument
-                            | Code::ResourceExhausted
-                    ) =>
-                {
-                    tracing::error!(jid = %req.jid, "master refused the return: {}", s.message());
-                    break;
-                }
-                Ok(Err(s)) => {
-                    tracing::warn!(jid = %req.jid, "return not acknowledged, will resend: {}", s.message())
-                }
-                Err(_) => {
-                    tracing::warn!(jid = %req.jid, "return not acknowledged in 30s, will resend")
-                }
+        let req = &out.req;
+        let attempt = || {
+            let mut chan = chan.clone();
+            let cfg = cfg.clone();
+            let req = req.clone();
+            async move {
+                // While disconnected, wait for the next subscription rather than back off.
+                let ch = match chan.wait_for(|c| c.is_some()).await {
+                    Ok(c) => c.clone(),
+                    Err(_) => return Attempt::Closed,
+                };
+                let Some(ch) = ch else {
+                    return Attempt::Closed;
+                };
+                let mut c = client(ch, &cfg);
+                let answer = tokio::time::timeout(RETURN_TIMEOUT, c.r#return(req)).await;
+                Attempt::of(answer.ok().map(|r| r.map(drop)))
             }
-            tokio::time::sleep(Duration::from_millis(500)).await;
+        };
+        match deliver(&req.jid, &mut backoff, rand::random::<f64>, attempt).await {
+            Attempt::Acked => run_returners(&cfg, out),
+            Attempt::Refused(why) => {
+                tracing::error!(jid = %out.req.jid, "master refused the return: {why}");
+            }
+            Attempt::Closed => return,
+            Attempt::Unacked(_) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    use super::*;
+
+    #[test]
+    fn return_answers_are_classified() {
+        assert_eq!(Attempt::of(Some(Ok(()))), Attempt::Acked);
+        for code in [
+            Code::NotFound,
+            Code::PermissionDenied,
+            Code::InvalidArgument,
+            Code::ResourceExhausted,
+        ] {
+            assert!(
+                matches!(Attempt::of(Some(Err(Status::new(code, "no")))), Attempt::Refused(m) if m == "no"),
+                "{code:?}"
+            );
+        }
+        for code in [
+            Code::Unavailable,
+            Code::Internal,
+            Code::Cancelled,
+            Code::Unknown,
+        ] {
+            assert!(
+                matches!(
+                    Attempt::of(Some(Err(Status::new(code, "later")))),
+                    Attempt::Unacked(_)
+                ),
+                "{code:?}"
+            );
+        }
+        assert!(matches!(Attempt::of(None), Attempt::Unacked(m) if m.contains("30s")));
+    }
+
+    /// Plays `script` as the answers to successive attempts, recording (virtual) times.
+    async fn play(
+        backoff: &mut Backoff,
+        units: &[f64],
+        script: Vec<Attempt>,
+    ) -> (Attempt, Vec<u64>) {
+        let script = Mutex::new(VecDeque::from(script));
+        let start = tokio::time::Instant::now();
+        let times = Mutex::new(Vec::new());
+        let mut units = units.iter().copied().cycle();
+        let done = deliver(
+            "20260101000000000000",
+            backoff,
+            || units.next().unwrap_or(0.0),
+            || {
+                times
+                    .lock()
+                    .unwrap()
+                    .push((tokio::time::Instant::now() - start).as_millis() as u64);
+                let next = script
+                    .lock()
+                    .unwrap()
+                    .pop_front()
+                    .expect("an attempt too many");
+                async move { next }
+            },
+        )
+        .await;
+        (done, times.into_inner().unwrap())
+    }
+
+    fn unacked() -> Attempt {
+        Attempt::Unacked("unavailable".into())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn resends_back_off_with_jitter_and_reset_on_success() {
+        let mut b = Backoff::new(RESEND_FIRST, RESEND_MAX, true);
+        // Unit 0 gives the low end of each jittered delay: 250, 500, 1000, 2000 ms.
+        let (done, t) = play(
+            &mut b,
+            &[0.0],
+            vec![unacked(), unacked(), unacked(), unacked(), Attempt::Acked],
+        )
+        .await;
+        assert_eq!(done, Attempt::Acked);
+        assert_eq!(t, vec![0, 250, 750, 1750, 3750]);
+        // The acknowledgement reset the backoff: the next return starts over.
+        let (done, t) = play(&mut b, &[0.0], vec![unacked(), Attempt::Acked]).await;
+        assert_eq!(done, Attempt::Acked);
+        assert_eq!(t, vec![0, 250]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn resends_are_capped_and_spread_across_a_fleet() {
+        let mut b = Backoff::new(RESEND_FIRST, RESEND_MAX, true);
+        let script = std::iter::repeat_with(unacked)
+            .take(8)
+            .chain([Attempt::Acked])
+            .collect();
+        let (_, t) = play(&mut b, &[0.999_999], script).await;
+        let gaps: Vec<u64> = t.windows(2).map(|w| w[1] - w[0]).collect();
+        // The top of each jittered delay (tokio's timer rounds up to the millisecond), capped.
+        assert_eq!(
+            gaps,
+            vec![500, 1000, 2000, 4000, 8000, 10_000, 10_000, 10_000]
+        );
+        // Two minions drawing different units do not re-send at the same moments.
+        let mut a = Backoff::new(RESEND_FIRST, RESEND_MAX, true);
+        let mut b = Backoff::new(RESEND_FIRST, RESEND_MAX, true);
+        let (_, ta) = play(&mut a, &[0.1], vec![unacked(), unacked(), Attempt::Acked]).await;
+        let (_, tb) = play(&mut b, &[0.7], vec![unacked(), unacked(), Attempt::Acked]).await;
+        assert_ne!(ta, tb);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn refusal_and_closing_end_the_resending() {
+        let mut b = Backoff::new(RESEND_FIRST, RESEND_MAX, false);
+        let (done, t) = play(
+            &mut b,
+            &[0.0],
+            vec![unacked(), Attempt::Refused("not yours".into())],
+        )
+        .await;
+        assert_eq!(done, Attempt::Refused("not yours".into()));
+        assert_eq!(t, vec![0, 500]);
+        let (done, t) = play(&mut b, &[0.0], vec![Attempt::Closed]).await;
+        assert_eq!(done, Attempt::Closed);
+        assert_eq!(t, vec![0]);
+    }
+
+    #[test]
+    fn a_refused_subscription_names_the_key_state() {
+        let refused = |code: Code, state: Option<&str>| {
+            let mut s = Status::new(code, "refused");
+            if let Some(v) = state {
+                s.metadata_mut()
+                    .insert(KEY_STATE_HEADER, v.parse().unwrap());
+            }
+            refusal(&s)
+        };
+        assert_eq!(
+            refused(Code::PermissionDenied, Some("pending")),
+            Input::KeyRefused(KeyState::Pending)
+        );
+        assert_eq!(
+            refused(Code::PermissionDenied, Some("rejected")),
+            Input::KeyRefused(KeyState::Rejected)
+        );
+        assert_eq!(
+            refused(Code::PermissionDenied, Some("denied")),
+            Input::KeyRefused(KeyState::Denied)
+        );
+        assert_eq!(
+            refused(Code::PermissionDenied, None),
+            Input::SubscribeFailed
+        );
+        assert_eq!(
+            refused(Code::Unavailable, Some("pending")),
+            Input::SubscribeFailed
+        );
     }
 }

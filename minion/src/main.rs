@@ -7,6 +7,7 @@ mod config;
 mod daemon;
 mod identity;
 mod jobs;
+mod link;
 mod swarm;
 
 use std::path::PathBuf;

@@ -18,3 +18,8 @@ pub use client::{
 pub use identity::{Issuer, Peer, PeerInfo, Transport};
 pub use quinn::Endpoint as QuicEndpoint;
 pub use server::{Limits, ListenConfig, Listeners};
+
+/// The metadata key on a refused subscription that carries the minion's key state (`pending`,
+/// `rejected`, `denied`), so the minion waits `acceptance_wait_time` and asks again. Set by the
+/// master, read by the minion: one name for both ends.
+pub const KEY_STATE_HEADER: &str = "saltq-key-state";

@@ -16,7 +16,7 @@ use crate::keys::Admission;
 use crate::state::Master;
 
 /// Metadata key carrying the minion's key state on a refusal, so it knows to wait and retry.
-pub const KEY_STATE_HEADER: &str = "saltq-key-state";
+pub const KEY_STATE_HEADER: &str = saltq_transport::KEY_STATE_HEADER;
 
 /// The service.
 pub struct MinionApi {

@@ -6,6 +6,7 @@ mod foundation;
 mod handshake;
 mod interop;
 mod jobs;
+mod minion_link;
 mod ops;
 mod protocol;
 mod revocation;
