@@ -282,6 +282,31 @@ impl JobCache {
         result.map_err(|e| e.into_cache_error("the last jid", &self.inner.location))
     }
 
+    /// Whether other masters may share this cache (PostgreSQL): they must then take their
+    /// jids from it ([`JobCache::allocate_jid`]) rather than from a clock of their own.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.inner.reader, Reader::Postgres(_))
+    }
+
+    /// Takes the next jid from the cache: `candidate` (a jid made from the current time), or a
+    /// microsecond past the last jid any master took when `candidate` is not newer. Strictly
+    /// increasing across every master sharing the cache and across restarts.
+    ///
+    /// The SQLite cache belongs to one master, whose own generator is authoritative: there it
+    /// records the candidate as the last jid and returns it unchanged.
+    pub async fn allocate_jid(&self, candidate: &str) -> Result<String, CacheError> {
+        match &self.inner.reader {
+            Reader::Postgres(r) => r
+                .allocate_jid(candidate)
+                .await
+                .map_err(|e| e.into_cache_error("a new jid", &self.inner.location)),
+            Reader::Sqlite(_) => {
+                self.record_jid(candidate).await?;
+                Ok(candidate.to_owned())
+            }
+        }
+    }
+
     /// Persists `jid` as the last issued one, unless a larger one is already recorded.
     pub async fn record_jid(&self, jid: &str) -> Result<(), CacheError> {
         let jid = jid.to_owned();

@@ -87,6 +87,9 @@ struct Sql {
     count_returns: String,
     /// Reads the last jid.
     last_jid: String,
+    /// Takes the next jid for every master sharing this cache: the candidate, or a microsecond
+    /// past the last one when that is not older; one statement, so the row lock orders masters.
+    allocate_jid: String,
 }
 
 impl Sql {
@@ -175,6 +178,19 @@ impl Sql {
                 "SELECT jid, count(*) FROM {returns} WHERE jid = ANY($1::text[]) GROUP BY jid"
             ),
             last_jid: format!("SELECT jid FROM {last_jid} WHERE one"),
+            // make_timestamp gives a timestamp without time zone, so no session setting can
+            // shift the digits on their way through; a caller's jid may carry a `_suffix`,
+            // hence left(…, 20).
+            allocate_jid: format!(
+                "INSERT INTO {last_jid} AS l (one, jid) VALUES (true, $1)
+                 ON CONFLICT (one) DO UPDATE SET jid = GREATEST(EXCLUDED.jid, to_char(
+                     make_timestamp(substr(l.jid, 1, 4)::int, substr(l.jid, 5, 2)::int,
+                                    substr(l.jid, 7, 2)::int, substr(l.jid, 9, 2)::int,
+                                    substr(l.jid, 11, 2)::int,
+                                    (substr(l.jid, 13, 2) || '.' || substr(l.jid, 15, 6))::float8)
+                     + interval '1 microsecond', 'YYYYMMDDHH24MISSUS'))
+                 RETURNING jid"
+            ),
         }
     }
 }
@@ -527,6 +543,7 @@ struct ReadStatements {
     list_jobs: Statement,
     count_returns: Statement,
     last_jid: Statement,
+    allocate_jid: Statement,
 }
 
 /// A read connection with its statements.
@@ -561,6 +578,7 @@ impl Reader {
             list_jobs: client.prepare(&sql.list_jobs).await?,
             count_returns: client.prepare(&sql.count_returns).await?,
             last_jid: client.prepare(&sql.last_jid).await?,
+            allocate_jid: client.prepare(&sql.allocate_jid).await?,
         };
         let conn = Arc::new(ReadConn { client, statements });
         *slot = Some(conn.clone());
@@ -659,6 +677,18 @@ impl Reader {
             .query_opt(&conn.statements.last_jid, &[])
             .await?;
         Ok(row.map(|row| row.try_get(0)).transpose()?)
+    }
+
+    /// Takes the next jid: `candidate`, or a microsecond past the last one taken by any
+    /// master. A single statement on this connection, not a batch of the writer: the caller
+    /// waits for the answer and nothing else belongs in its transaction.
+    pub(crate) async fn allocate_jid(&self, candidate: &str) -> Result<String, ReadError> {
+        let conn = self.conn().await?;
+        let row = conn
+            .client
+            .query_one(&conn.statements.allocate_jid, &[&candidate])
+            .await?;
+        Ok(row.try_get(0)?)
     }
 }
 

@@ -43,4 +43,5 @@ both_backends!(
     reopen_keeps_everything,
     burst_is_batched,
     two_handles_share,
+    allocated_jids_are_unique_across_handles,
 );

@@ -465,3 +465,51 @@ pub async fn two_handles_share(fx: &Fixture) {
     b.record_jid(&issued).await.expect("record through b");
     assert_eq!(a.last_jid().await.expect("last through a"), Some(issued));
 }
+
+/// Jids taken through two handles at once (two masters publishing together), all with the
+/// same candidate, are distinct and each a microsecond past the one before, across a second's
+/// rollover; a newer candidate is taken as it is; a handle opened later goes on from the last.
+pub async fn allocated_jids_are_unique_across_handles(fx: &Fixture) {
+    let (a, b) = tokio::join!(fx.open(), fx.open());
+    if !a.is_shared() {
+        // One master owns a SQLite cache: the candidate is its answer, and it is recorded.
+        let c = jid_at(t0());
+        assert_eq!(a.allocate_jid(&c).await.expect("allocate"), c);
+        assert_eq!(a.last_jid().await.expect("last"), Some(c));
+        return;
+    }
+    // Just before a second's end, so the run crosses into the next second.
+    let base = t0() + Duration::microseconds(999_990);
+    let candidate = jid_at(base);
+    const EACH: usize = 40;
+    let mut tasks = Vec::new();
+    for n in 0..EACH * 2 {
+        let cache = if n % 2 == 0 { a.clone() } else { b.clone() };
+        let candidate = candidate.clone();
+        tasks.push(tokio::spawn(
+            async move { cache.allocate_jid(&candidate).await },
+        ));
+    }
+    let mut got = Vec::new();
+    for task in tasks {
+        got.push(task.await.expect("task").expect("allocate"));
+    }
+    got.sort();
+    let expected: Vec<String> = (0..EACH * 2)
+        .map(|n| jid_at(base + Duration::microseconds(n as i64)))
+        .collect();
+    assert_eq!(got, expected);
+    assert!(got.last().is_some_and(|j| j.starts_with("20260102030406")));
+
+    let newer = jid_at(t0() + Duration::seconds(60));
+    assert_eq!(b.allocate_jid(&newer).await.expect("allocate"), newer);
+    // A caller's own jid with a suffix raised the last jid: the next one follows its time.
+    a.record_jid(&format!("{}_custom", jid_at(t0() + Duration::seconds(61))))
+        .await
+        .expect("record");
+    let c = fx.open().await;
+    assert_eq!(
+        c.allocate_jid(&candidate).await.expect("allocate"),
+        jid_at(t0() + Duration::seconds(61) + Duration::microseconds(1))
+    );
+}
