@@ -166,6 +166,16 @@ pub fn report_rpc_failure(ch: &Channel, s: &tonic::Status) -> i32 {
         eprintln!("saltq: permission denied: {}", s.message());
         return exit::NOPERM;
     }
+    if let Some(part) = s.metadata().get(saltq_transport::UNAVAILABLE_PART_HEADER) {
+        // The master was reached and answered: a part of it cannot do its work.
+        eprintln!(
+            "saltq: the master at {} answered that its {} is unavailable: {}",
+            ch.address(),
+            part.to_str().unwrap_or("service").replace('-', " "),
+            s.message()
+        );
+        return exit::UNAVAILABLE;
+    }
     let failure = ch.failure(s);
     if failure.kind == FailureKind::Other && s.code() != tonic::Code::Unavailable {
         eprintln!(

@@ -7,6 +7,7 @@ mod duties;
 mod events;
 mod facts;
 mod follow;
+mod jids;
 mod keys;
 mod load;
 mod metrics;

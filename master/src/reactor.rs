@@ -184,6 +184,7 @@ async fn local(master: &Arc<Master>, fun: &str, o: &Map<String, Value>) -> Resul
 async fn runner(master: &Arc<Master>, fun: &str, o: &Map<String, Value>) -> Result<(), String> {
     let jid = master
         .next_jid("")
+        .await
         .map_err(|s| s.message().to_owned())?
         .to_string();
     let mut kwargs = o.clone();

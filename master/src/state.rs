@@ -4,12 +4,12 @@
 //! return fan-out (`returns.rs`), the event bus (`events.rs`); following a job to its end is
 //! `follow.rs` around the pure `tracker.rs`.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 
 use saltq_jobcache::{JobCache, JobRecord, ReturnRecord, StoreOutcome};
 use saltq_proto::v1::{self as pb, subscribe_response::Kind};
-use saltq_semantics::jid::{Jid, JidGenerator};
+use saltq_semantics::jid::Jid;
 use saltq_semantics::target::Target;
 use saltq_transport::value;
 use serde_json::{Value, json};
@@ -19,6 +19,7 @@ use crate::config::MasterConfig;
 use crate::delivery::{Delivery, SubscriptionTx, Subscriptions};
 use crate::events::EventBus;
 use crate::facts::FactStore;
+use crate::jids::JidSource;
 use crate::keys::KeyStore;
 use crate::load::{PublishSpec, fun_json, load_to_json};
 use crate::returns::{Followers, Following, ReturnSink};
@@ -45,7 +46,8 @@ pub struct Master {
     pub delivery: Arc<dyn Delivery>,
     /// Jobs followed here, and the fan-out of their returns.
     pub followers: Arc<Followers>,
-    jids: Mutex<JidGenerator>,
+    /// Where jids come from: this master's clock, or the job cache other masters share.
+    jids: Box<dyn JidSource>,
 }
 
 /// A published job: the reply, its returns as they are stored, and who was actually sent it.
@@ -72,11 +74,11 @@ impl Master {
             cfg,
             keys,
             events: EventBus::new(8192, metrics.clone()),
-            cache,
             metrics,
             delivery: Arc::new(Subscriptions::default()),
             followers: Arc::new(Followers::default()),
-            jids: Mutex::new(JidGenerator::new(last_jid.as_ref())),
+            jids: crate::jids::source_for(&cache, last_jid.as_ref()),
+            cache,
         }
     }
 
@@ -121,12 +123,11 @@ impl Master {
     }
 
     /// A new jid (or the caller's, validated).
-    pub fn next_jid(&self, requested: &str) -> Result<Jid, Status> {
+    pub async fn next_jid(&self, requested: &str) -> Result<Jid, Status> {
         if !requested.is_empty() {
             return Jid::parse(requested).map_err(|e| Status::invalid_argument(e.to_string()));
         }
-        let mut g = self.jids.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(g.next(chrono::Utc::now()))
+        self.jids.next().await
     }
 
     /// Publishes a validated job: stores its load, starts following it, announces it, and
@@ -142,7 +143,7 @@ impl Master {
             return Err(Status::not_found(NO_MINIONS));
         }
         self.cfg.acl.check_publish(user, &spec.req.fun, &expected)?;
-        let jid = self.next_jid(&spec.req.jid)?;
+        let jid = self.next_jid(&spec.req.jid).await?;
         let now = chrono::Utc::now();
         let load = crate::load::make(spec, target, &jid, user, now);
         let record = JobRecord {
@@ -154,9 +155,10 @@ impl Master {
         // Saving the job also raises the stored last jid, in the same transaction.
         if let Err(e) = self.cache.save_job(&record).await {
             tracing::error!("job cache unavailable, refusing job: {e}");
-            return Err(Status::unavailable(format!(
-                "the job cache cannot be written, no job was published: {e}"
-            )));
+            return Err(saltq_transport::part_unavailable(
+                "job-cache",
+                format!("the job cache cannot be written, no job was published: {e}"),
+            ));
         }
         // Followed before any minion can return.
         let following = self.followers.follow(&load.jid, &expected, user, now);
@@ -206,7 +208,12 @@ impl Master {
                         r.jid
                     )));
                 }
-                Err(e) => return Err(Status::unavailable(format!("job cache unavailable: {e}"))),
+                Err(e) => {
+                    return Err(saltq_transport::part_unavailable(
+                        "job-cache",
+                        format!("job cache unavailable: {e}"),
+                    ));
+                }
             },
         };
         if !expected {
@@ -260,9 +267,10 @@ impl Master {
                 }
             }
             Err(e) => {
-                return Err(Status::unavailable(format!(
-                    "job cache unavailable, return not stored: {e}"
-                )));
+                return Err(saltq_transport::part_unavailable(
+                    "job-cache",
+                    format!("job cache unavailable, return not stored: {e}"),
+                ));
             }
         }
         self.events.fire(

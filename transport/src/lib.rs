@@ -23,3 +23,18 @@ pub use server::{Limits, ListenConfig, Listeners};
 /// `rejected`, `denied`), so the minion waits `acceptance_wait_time` and asks again. Set by the
 /// master, read by the minion: one name for both ends.
 pub const KEY_STATE_HEADER: &str = "saltq-key-state";
+
+/// The metadata key on an UNAVAILABLE status that the master itself answered (a part of it, such
+/// as the job cache, cannot do its work), so a client tells "the master refused" from "the
+/// master cannot be reached"; the value names the part. Set by the master, read by the CLI.
+pub const UNAVAILABLE_PART_HEADER: &str = "saltq-unavailable-part";
+
+/// The master's own UNAVAILABLE answer: `part` (e.g. `job-cache`) cannot do its work.
+pub fn part_unavailable(part: &'static str, message: impl Into<String>) -> tonic::Status {
+    let mut status = tonic::Status::unavailable(message);
+    status.metadata_mut().insert(
+        UNAVAILABLE_PART_HEADER,
+        tonic::metadata::MetadataValue::from_static(part),
+    );
+    status
+}

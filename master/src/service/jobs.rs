@@ -168,7 +168,7 @@ impl JobService for JobApi {
         saltq_semantics::jid::Jid::parse(&jid)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
         let unavailable = |e: saltq_jobcache::CacheError| {
-            Status::unavailable(format!("job cache unavailable: {e}"))
+            saltq_transport::part_unavailable("job-cache", format!("job cache unavailable: {e}"))
         };
         let job = self
             .master
@@ -202,12 +202,9 @@ impl JobService for JobApi {
             end_time: from_timestamp(r.end_time.as_ref()),
             limit: (r.limit > 0).then_some(r.limit as usize),
         };
-        let jobs = self
-            .master
-            .cache
-            .list_jobs(&filter)
-            .await
-            .map_err(|e| Status::unavailable(format!("job cache unavailable: {e}")))?;
+        let jobs = self.master.cache.list_jobs(&filter).await.map_err(|e| {
+            saltq_transport::part_unavailable("job-cache", format!("job cache unavailable: {e}"))
+        })?;
         Ok(Response::new(pb::ListJobsResponse {
             jobs: jobs
                 .into_iter()

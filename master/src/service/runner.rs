@@ -23,7 +23,7 @@ impl RunnerApi {
         RunnerApi { master }
     }
 
-    fn prepare(
+    async fn prepare(
         &self,
         user: &str,
         fun: &str,
@@ -36,7 +36,7 @@ impl RunnerApi {
             )));
         }
         self.master.cfg.acl.check_runner(user, fun)?;
-        let jid = self.master.next_jid("")?.to_string();
+        let jid = self.master.next_jid("").await?.to_string();
         Ok((
             jid,
             arg.iter().map(value::from_prost).collect(),
@@ -53,7 +53,9 @@ impl RunnerService for RunnerApi {
     ) -> Result<Response<pb::RunRunnerResponse>, Status> {
         let user = super::client_name(&req)?;
         let r = req.into_inner();
-        let (jid, args, kwargs) = self.prepare(&user, &r.fun, &r.arg, r.kwarg.as_ref())?;
+        let (jid, args, kwargs) = self
+            .prepare(&user, &r.fun, &r.arg, r.kwarg.as_ref())
+            .await?;
         let out =
             crate::runners::execute(self.master.clone(), user, jid.clone(), r.fun, args, kwargs)
                 .await;
@@ -70,7 +72,9 @@ impl RunnerService for RunnerApi {
     ) -> Result<Response<pb::RunRunnerAsyncResponse>, Status> {
         let user = super::client_name(&req)?;
         let r = req.into_inner();
-        let (jid, args, kwargs) = self.prepare(&user, &r.fun, &r.arg, r.kwarg.as_ref())?;
+        let (jid, args, kwargs) = self
+            .prepare(&user, &r.fun, &r.arg, r.kwarg.as_ref())
+            .await?;
         // A long runner never blocks others: each runs in its own task.
         tokio::spawn(crate::runners::execute(
             self.master.clone(),
