@@ -244,6 +244,8 @@ pub async fn events(conn: &ConnectArgs, a: &EventsArgs) -> i32 {
         Ok(s) => s.into_inner(),
         Err(s) => return crate::report_rpc_failure(&ch, &s),
     };
+    // The master holds the subscription before it answers: events fired from now on arrive.
+    tracing::info!(master = %ch.address(), "subscribed to the event bus");
     let mut seen = 0u64;
     let mut printer = match Printer::new(&OutputArgs {
         out: None,

@@ -221,6 +221,39 @@ impl Master {
         Out::run(cmd)
     }
 
+    /// Starts `saltq events --tag TAG --count COUNT` and returns once the master holds its
+    /// subscription (the CLI logs "subscribed to the event bus" when the stream is open), so
+    /// every event fired after this returns reaches it. Its stdout is piped.
+    pub fn watch_events(&self, tag: &str, count: usize) -> Child {
+        let mut child = Command::new(bin("saltq"))
+            .arg("-c")
+            .arg(self.cli_dir())
+            .args(["events", "--log-level", "info", "--tag", tag, "--count"])
+            .arg(count.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("saltq events");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Reads stderr to its end, so the CLI never blocks on a full pipe.
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut tx = Some(tx);
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if line.contains("subscribed to the event bus")
+                    && let Some(tx) = tx.take()
+                {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        rx.recv_timeout(Duration::from_secs(20))
+            .expect("saltq events subscribed within 20 s");
+        child
+    }
+
     /// Starts a minion named `id` with extra YAML config lines.
     pub fn minion(&self, id: &str, extra: &str) -> Minion {
         Minion::start(self, id, extra)

@@ -194,22 +194,28 @@ fn find_job_keeps_a_long_job_alive_and_dead_minions_are_reported() {
         "{o:?}"
     );
     assert!(start.elapsed() >= Duration::from_secs(4));
-    // db1 dies in the middle of a job: reported as not returned, exit 1.
+    // db1 dies in the middle of a job: reported as not returned, exit 1. The job touches a
+    // marker when it starts, and db1 is killed only once the marker is there.
+    let marker = master.dir.0.join("db1-job-started");
+    let cmd = format!("touch {}; sleep 20", marker.display());
     let master_ref = &master;
     let killer = std::thread::scope(|s| {
         let h = s.spawn(move || {
             master_ref.saltq(&[
                 "-L",
                 "db1",
-                "test.sleep",
-                "20",
+                "cmd.run",
+                &cmd,
+                "python_shell=True",
                 "-t",
                 "1",
                 "--gather-job-timeout",
                 "1",
             ])
         });
-        std::thread::sleep(Duration::from_millis(700));
+        eventually("db1 runs the job", Duration::from_secs(10), || {
+            marker.exists().then_some(())
+        });
         m[2].kill();
         h.join().expect("cli thread")
     });
@@ -253,15 +259,7 @@ fn return_is_resent_after_master_restart_and_cache_survives() {
 #[test]
 fn events_arrive_in_order_with_salt_data() {
     let (master, _m) = fleet();
-    let mut cmd = std::process::Command::new(saltq_tests::bin("saltq"));
-    cmd.arg("-c")
-        .arg(master.cli_dir())
-        .args(["events", "--tag", "salt/job/*", "--count", "2"]);
-    let child = cmd
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("events");
-    std::thread::sleep(Duration::from_millis(500));
+    let child = master.watch_events("salt/job/*", 2);
     let o = master.saltq(&["-L", "web1", "test.echo", "ordered"]);
     assert_eq!(o.code, 0, "{o:?}");
     let out = child.wait_with_output().expect("events output");

@@ -128,21 +128,70 @@ fn two_masters_share_one_postgres_job_cache() {
     );
     let a = Master::start(&cfg);
     let b = Master::start(&cfg);
-    let _m = a.minion("shared1", "");
+    let _m1 = a.minion("shared1", "");
+    let _m2 = b.minion("shared2", "");
     a.wait_for("shared1");
-    let o = a.saltq(&["shared1", "test.echo", "from-a", "--async"]);
-    let jid = o.stdout.trim().rsplit(' ').next().unwrap().to_owned();
+    b.wait_for("shared2");
+    let jid_of = |o: &saltq_tests::Out| {
+        assert_eq!(o.code, 0, "{o:?}");
+        o.stdout.trim().rsplit(' ').next().unwrap().to_owned()
+    };
+    let jid = jid_of(&a.saltq(&["shared1", "test.echo", "from-a", "--async"]));
     // Master B never saw the job, yet its cache answers for it.
     let o = eventually("b sees a's return", Duration::from_secs(10), || {
         let o = b.saltq(&["jobs", "lookup", &jid, "--out", "json"]);
         (o.json() == json!({"shared1": "from-a"})).then_some(o)
     });
     assert_eq!(o.code, 0);
-    // Jids stay unique across both masters.
-    let ja = a.saltq(&["shared1", "test.ping", "--async"]).stdout;
-    let jb = b.saltq(&["jobs", "list", "--out", "json"]).json();
-    assert!(jb.as_object().is_some_and(|m| m.len() >= 2), "{jb}");
-    assert!(!ja.is_empty());
+
+    // Both masters publish at once: every publish succeeds and no jid is issued twice.
+    const EACH: usize = 25;
+    let burst = |m: &Master, id: &str| -> Vec<String> {
+        (0..EACH)
+            .map(|_| jid_of(&m.saltq(&[id, "test.ping", "--async"])))
+            .collect()
+    };
+    let (from_a, from_b) = std::thread::scope(|s| {
+        let ta = s.spawn(|| burst(&a, "shared1"));
+        let tb = s.spawn(|| burst(&b, "shared2"));
+        (ta.join().unwrap(), tb.join().unwrap())
+    });
+    let all: std::collections::BTreeSet<&String> = from_a.iter().chain(&from_b).collect();
+    assert_eq!(all.len(), 2 * EACH, "a: {from_a:?}\nb: {from_b:?}");
+    let listed = b.saltq(&["jobs", "list", "--out", "json"]).json();
+    for jid in &all {
+        assert!(
+            listed.get(jid.as_str()).is_some(),
+            "{jid} not listed: {listed}"
+        );
+    }
+
+    // Jids are ordered across masters, not only within one: once any master took a jid, the
+    // next one from either master comes after it, whatever their clocks say.
+    let psql = |sql: &str| {
+        let o = std::process::Command::new("psql")
+            .arg(&pg)
+            .args(["-v", "ON_ERROR_STOP=1", "-c", sql])
+            .output()
+            .expect("psql");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    psql(&format!(
+        "UPDATE {schema}.saltq_last_jid SET jid = '29990101000000999999'"
+    ));
+    let next = [
+        jid_of(&a.saltq(&["shared1", "test.ping", "--async"])),
+        jid_of(&b.saltq(&["shared2", "test.ping", "--async"])),
+        jid_of(&a.saltq(&["shared1", "test.ping", "--async"])),
+    ];
+    assert_eq!(
+        next,
+        [
+            "29990101000001000000",
+            "29990101000001000001",
+            "29990101000001000002"
+        ],
+    );
     let _ = std::process::Command::new("psql")
         .arg(&pg)
         .arg("-c")

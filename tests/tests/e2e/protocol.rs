@@ -185,5 +185,12 @@ fn unwritable_job_cache_refuses_new_jobs_with_unavailable() {
     let o = master.saltq(&["*", "test.ping"]);
     assert_eq!(o.code, 69, "{o:?}");
     assert!(o.stderr.contains("job cache cannot be written"), "{o:?}");
+    // The master was reached and refused: the CLI says so, not that it cannot reach it.
+    assert!(
+        o.stderr
+            .contains("answered that its job cache is unavailable"),
+        "{o:?}"
+    );
+    assert!(!o.stderr.contains("cannot reach the master"), "{o:?}");
     psql(&format!("DROP SCHEMA {schema} CASCADE"));
 }

@@ -112,15 +112,7 @@ fn manage_status_with_a_minion_stopped_and_jobs_runners() {
 #[test]
 fn async_runner_fires_salt_events() {
     let master = Master::start("");
-    let mut cmd = std::process::Command::new(saltq_tests::bin("saltq"));
-    cmd.arg("-c")
-        .arg(master.cli_dir())
-        .args(["events", "--tag", "salt/run/*", "--count", "2"]);
-    let child = cmd
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("events");
-    std::thread::sleep(Duration::from_millis(500));
+    let child = master.watch_events("salt/run/*", 2);
     let o = master.saltq(&["run", "--async", "test.sleep", "1"]);
     assert!(
         o.stdout
@@ -216,19 +208,7 @@ fn reactor_accepts_new_minions_and_greets_them() {
             r.join("broken.sls").display()
         )
     });
-    let mut events = std::process::Command::new(saltq_tests::bin("saltq"));
-    events.arg("-c").arg(master.cli_dir()).args([
-        "events",
-        "--tag",
-        "salt/reactor/error",
-        "--count",
-        "1",
-    ]);
-    let errs = events
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("events");
-    std::thread::sleep(Duration::from_millis(300));
+    let errs = master.watch_events("salt/reactor/error", 1);
     // No auto_accept, no saltq key -a: the reactor accepts it on salt/auth, then greets it.
     let _m = master.minion("new1", "");
     master.wait_for("new1");
