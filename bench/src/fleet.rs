@@ -24,12 +24,22 @@ pub struct Bins {
     pub dir: PathBuf,
     /// `target/minion`: saltq-minion as shipped, built with the `minion` profile.
     pub minion_dir: PathBuf,
+    /// A saltq-master to measure instead of `dir`'s (`--master-bin`).
+    pub master: Option<PathBuf>,
 }
 
 impl Bins {
     /// `saltq-master` or `saltq`, checked to exist.
     pub fn path(&self, name: &str) -> anyhow::Result<PathBuf> {
         existing(self.dir.join(name), "cargo build --release --bins")
+    }
+
+    /// The saltq-master under test, checked to exist.
+    pub fn master(&self) -> anyhow::Result<PathBuf> {
+        match &self.master {
+            Some(p) => existing(p.clone(), "--master-bin names a saltq-master binary"),
+            None => self.path("saltq-master"),
+        }
     }
 
     /// `saltq-minion` as shipped, checked to exist.
@@ -80,7 +90,7 @@ impl Master {
         let listen = root.join("var/cache/saltq/master/listen.json");
         let _ = std::fs::remove_file(&listen);
         let mut proc = Proc::spawn(
-            Command::new(bins.path("saltq-master")?).arg("-c").arg(&etc),
+            Command::new(bins.master()?).arg("-c").arg(&etc),
             "saltq-master",
             &root.join("master.log"),
         )?;

@@ -52,6 +52,10 @@ struct Args {
     /// Where the release binaries are.
     #[arg(long, default_value = "target/release")]
     bin_dir: PathBuf,
+    /// Measure this saltq-master instead of the one in the binaries' folder: an older build,
+    /// to show a change's effect beside the current one in the same run conditions.
+    #[arg(long)]
+    master_bin: Option<PathBuf>,
     /// Where saltq-minion is (built with `--profile minion`, as shipped).
     #[arg(long, default_value = "target/minion")]
     minion_bin_dir: PathBuf,
@@ -132,6 +136,11 @@ async fn run(args: Args) -> anyhow::Result<bool> {
         bins: Bins {
             dir: std::path::absolute(&args.bin_dir)?,
             minion_dir: std::path::absolute(&args.minion_bin_dir)?,
+            master: args
+                .master_bin
+                .as_deref()
+                .map(std::path::absolute)
+                .transpose()?,
         },
         salt: SaltPeer::new(salt_script, args.salt_runs, &work),
         work,
