@@ -23,7 +23,25 @@ struct MasterFile {
     quic_port: Option<u16>,
     h2_port: Option<u16>,
     pki_dir: Option<PathBuf>,
+    /// A cluster replica keeps the CA and the admin certificate here instead of `pki_dir`.
+    cluster_pki_dir: Option<PathBuf>,
     max_message_size: Option<usize>,
+}
+
+impl MasterFile {
+    /// Where the CA and the admin certificate are: `cluster_pki_dir` or `pki_dir`.
+    /// As in Salt, `root_dir` prefixes `pki_dir` but not `cluster_pki_dir`.
+    fn cert_dir(&self) -> PathBuf {
+        if let Some(dir) = &self.cluster_pki_dir {
+            return dir.clone();
+        }
+        let root = self.root_dir.clone().unwrap_or_else(|| "/".into());
+        let dir = self
+            .pki_dir
+            .clone()
+            .unwrap_or_else(|| "/etc/saltq/pki/master".into());
+        rooted(&root, &dir)
+    }
 }
 
 /// Connection flags shared by every subcommand.
@@ -91,14 +109,7 @@ impl ConnectArgs {
     /// Resolves the flags into dialling options.
     pub fn options(&self) -> anyhow::Result<ConnectOptions> {
         let file = read_master_file(&self.config_dir)?;
-        let root = file.root_dir.clone().unwrap_or_else(|| "/".into());
-        let pki_dir = rooted(
-            &root,
-            &file
-                .pki_dir
-                .clone()
-                .unwrap_or_else(|| "/etc/saltq/pki/master".into()),
-        );
+        let pki_dir = file.cert_dir();
         let port = file.port.unwrap_or(4506);
         let port = match self.transport {
             TransportKind::Quic => file.quic_port.unwrap_or(port),
@@ -147,16 +158,10 @@ impl ConnectArgs {
         })
     }
 
-    /// The master's `pki_dir` as configured in `DIR/master`.
+    /// Where the master configured in `DIR/master` keeps its CA: `pki_dir`, or
+    /// `cluster_pki_dir` for a cluster replica.
     pub fn pki_dir(&self) -> anyhow::Result<PathBuf> {
-        let file = read_master_file(&self.config_dir)?;
-        let root = file.root_dir.clone().unwrap_or_else(|| "/".into());
-        Ok(rooted(
-            &root,
-            &file
-                .pki_dir
-                .unwrap_or_else(|| "/etc/saltq/pki/master".into()),
-        ))
+        Ok(read_master_file(&self.config_dir)?.cert_dir())
     }
 }
 

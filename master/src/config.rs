@@ -112,6 +112,21 @@ pub struct RawConfig {
     pub event_return_blacklist: Option<Vec<String>>,
     /// Events buffered while returners are down, at most (default 10000).
     pub event_return_buffer: Option<usize>,
+    /// Turns cluster mode on: masters with the same `cluster_id` are replicas of one master
+    /// (Salt 3007's name). Letters, digits, `_` and `-`.
+    pub cluster_id: Option<String>,
+    /// The NATS servers the replicas talk through: a URL (`nats://host:4222`, `tls://...`) or a
+    /// list of them.
+    pub cluster_nats: Option<OneOrMany>,
+    /// PEM file of the CA that issued the NATS servers' certificates (TLS to NATS).
+    pub cluster_nats_ca_file: Option<PathBuf>,
+    /// Client certificate (PEM) this master shows NATS, with `cluster_nats_key_file`.
+    pub cluster_nats_cert_file: Option<PathBuf>,
+    /// The key of `cluster_nats_cert_file`.
+    pub cluster_nats_key_file: Option<PathBuf>,
+    /// What every replica shares: the CA, the server and the admin certificates (Salt 3007's
+    /// `cluster_pki_dir`). The first replica creates them there if the folder is empty.
+    pub cluster_pki_dir: Option<PathBuf>,
 }
 
 /// A string or a list of strings.
@@ -206,6 +221,31 @@ pub struct MasterConfig {
     pub event_return: Option<saltq_returners::EventReturnConfig>,
     /// Returner options (Salt's `returner.*`, `mysql.*`, ... keys) and `id`.
     pub returner_opts: serde_json::Value,
+    /// Cluster mode, when `cluster_id` is set.
+    pub cluster: Option<ClusterConfig>,
+}
+
+/// A master that is one replica of several (`cluster_id`).
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// The cluster's name; replicas with the same one are one master.
+    pub id: String,
+    /// NATS server URLs.
+    pub nats: Vec<String>,
+    /// CA of the NATS servers, for TLS.
+    pub nats_ca_file: Option<PathBuf>,
+    /// Client certificate and key for NATS.
+    pub nats_client_cert: Option<(PathBuf, PathBuf)>,
+    /// Where the shared CA, server and admin certificates are.
+    pub pki_dir: PathBuf,
+}
+
+impl MasterConfig {
+    /// Where the CA, the server and the admin certificates are: `cluster_pki_dir` in a
+    /// cluster, `pki_dir` otherwise. Minion keys stay under `pki_dir`.
+    pub fn cert_dir(&self) -> &Path {
+        self.cluster.as_ref().map_or(&self.pki_dir, |c| &c.pki_dir)
+    }
 }
 
 /// Default config directory, as Salt's `/etc/salt`.
@@ -269,7 +309,7 @@ impl MasterConfig {
         };
         let log_level = raw.log_level.clone().unwrap_or_else(|| "warning".into());
         check_log_level(&log_level).map_err(|m| bad("log_level", m))?;
-        let cachedir = path(raw.cachedir, "/var/cache/saltq/master");
+        let cachedir = path(raw.cachedir.clone(), "/var/cache/saltq/master");
         let job_cache = match raw.job_cache.as_deref().unwrap_or("sqlite") {
             "sqlite" => saltq_jobcache::CacheConfig::Sqlite {
                 path: cachedir.join("jobs.sqlite"),
@@ -318,6 +358,7 @@ impl MasterConfig {
                 format!("{max_message_size} bytes is too small (at least 1024)"),
             ));
         }
+        let cluster = cluster_config(&raw, &job_cache).map_err(|(k, m)| bad(k, m))?;
         let id = match raw.id.clone() {
             Some(id) if id.trim().is_empty() => return Err(bad("id", "must not be empty".into())),
             Some(id) => id,
@@ -418,9 +459,103 @@ impl MasterConfig {
             returner_opts: serde_json::Value::Null,
             timeout: secs("timeout", raw.timeout, 5.0)?,
             gather_job_timeout: secs("gather_job_timeout", raw.gather_job_timeout, 10.0)?,
+            cluster,
             file,
         })
     }
+}
+
+/// Validates the cluster keys: all or nothing, and a cluster needs the PostgreSQL job cache.
+/// An error names the key and the reason.
+fn cluster_config(
+    raw: &RawConfig,
+    job_cache: &saltq_jobcache::CacheConfig,
+) -> Result<Option<ClusterConfig>, (&'static str, String)> {
+    let Some(id) = raw.cluster_id.clone() else {
+        let stray = [
+            ("cluster_nats", raw.cluster_nats.is_some()),
+            ("cluster_nats_ca_file", raw.cluster_nats_ca_file.is_some()),
+            (
+                "cluster_nats_cert_file",
+                raw.cluster_nats_cert_file.is_some(),
+            ),
+            ("cluster_nats_key_file", raw.cluster_nats_key_file.is_some()),
+            ("cluster_pki_dir", raw.cluster_pki_dir.is_some()),
+        ];
+        if let Some((key, _)) = stray.into_iter().find(|(_, set)| *set) {
+            return Err((
+                key,
+                "only meaningful with cluster_id, which is not set".into(),
+            ));
+        }
+        return Ok(None);
+    };
+    if id.is_empty()
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err((
+            "cluster_id",
+            format!("{id:?} is not a cluster name: use letters, digits, '_' and '-'"),
+        ));
+    }
+    if !matches!(job_cache, saltq_jobcache::CacheConfig::Postgres { .. }) {
+        return Err((
+            "job_cache",
+            "cluster_id requires job_cache: postgres (the replicas share jobs, keys and minion \
+             data there)"
+                .into(),
+        ));
+    }
+    let nats = raw.cluster_nats.as_ref().map(OneOrMany::names);
+    let nats = match nats {
+        Some(n) if !n.is_empty() => n,
+        _ => {
+            return Err((
+                "cluster_nats",
+                "required with cluster_id: the NATS servers the replicas talk through, e.g. \
+                 nats://127.0.0.1:4222"
+                    .into(),
+            ));
+        }
+    };
+    for url in &nats {
+        crate::cluster::nats::check_url(url).map_err(|m| ("cluster_nats", m))?;
+    }
+    let nats_client_cert = match (
+        raw.cluster_nats_cert_file.clone(),
+        raw.cluster_nats_key_file.clone(),
+    ) {
+        (Some(c), Some(k)) => Some((c, k)),
+        (None, None) => None,
+        (Some(_), None) => {
+            return Err((
+                "cluster_nats_key_file",
+                "required with cluster_nats_cert_file".into(),
+            ));
+        }
+        (None, Some(_)) => {
+            return Err((
+                "cluster_nats_cert_file",
+                "required with cluster_nats_key_file".into(),
+            ));
+        }
+    };
+    let pki_dir = raw.cluster_pki_dir.as_ref().ok_or((
+        "cluster_pki_dir",
+        "required with cluster_id: the folder every replica shares for the CA, the server and \
+         the admin certificates"
+            .to_owned(),
+    ))?;
+    Ok(Some(ClusterConfig {
+        id,
+        nats,
+        nats_ca_file: raw.cluster_nats_ca_file.clone(),
+        nats_client_cert,
+        // As in Salt, root_dir does not prefix it: replicas with roots of their own share it.
+        pki_dir: pki_dir.clone(),
+    }))
 }
 
 /// Salt's log level names.
@@ -438,4 +573,70 @@ fn gethostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_owned())
         .unwrap_or_else(|_| "localhost".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(yaml: &str) -> Result<MasterConfig, String> {
+        let raw: RawConfig = serde_yaml_ng::from_str(yaml).map_err(|e| e.to_string())?;
+        MasterConfig::from_raw(raw, PathBuf::from("/etc/saltq/master")).map_err(|e| e.to_string())
+    }
+
+    const PG: &str = "job_cache: postgres\njob_cache_postgres: 'host=db'\n";
+
+    #[test]
+    fn cluster_mode_needs_every_part_and_names_the_missing_key() {
+        let ok = load(&format!(
+            "{PG}cluster_id: prod\ncluster_nats: [nats://n1:4222, 'tls://n2:4222']\ncluster_pki_dir: /srv/cluster-pki\n"
+        ))
+        .expect("a whole cluster config");
+        let c = ok.cluster.as_ref().expect("cluster mode");
+        assert_eq!(c.id, "prod");
+        assert_eq!(c.nats, ["nats://n1:4222", "tls://n2:4222"]);
+        assert_eq!(ok.cert_dir(), Path::new("/srv/cluster-pki"));
+        assert!(load("").unwrap().cluster.is_none());
+        assert_eq!(load("").unwrap().cert_dir(), load("").unwrap().pki_dir);
+
+        let cases = [
+            (
+                "cluster_id: prod\ncluster_nats: nats://n1\ncluster_pki_dir: /p\n".to_owned(),
+                "key \"job_cache\": cluster_id requires job_cache: postgres",
+            ),
+            (
+                format!("{PG}cluster_id: prod\ncluster_pki_dir: /p\n"),
+                "key \"cluster_nats\": required with cluster_id",
+            ),
+            (
+                format!("{PG}cluster_id: prod\ncluster_nats: nats://n1\n"),
+                "key \"cluster_pki_dir\": required with cluster_id",
+            ),
+            (
+                format!("{PG}cluster_id: 'a b'\ncluster_nats: nats://n1\ncluster_pki_dir: /p\n"),
+                "key \"cluster_id\": \"a b\" is not a cluster name",
+            ),
+            (
+                format!("{PG}cluster_id: prod\ncluster_nats: 'http://n1'\ncluster_pki_dir: /p\n"),
+                "key \"cluster_nats\": \"http://n1\"",
+            ),
+            (
+                "cluster_nats: nats://n1\n".to_owned(),
+                "key \"cluster_nats\": only meaningful with cluster_id",
+            ),
+            (
+                format!(
+                    "{PG}cluster_id: prod\ncluster_nats: nats://n1\ncluster_pki_dir: /p\ncluster_nats_cert_file: /c.pem\n"
+                ),
+                "key \"cluster_nats_key_file\": required with cluster_nats_cert_file",
+            ),
+        ];
+        for (yaml, expected) in cases {
+            let err = load(&yaml).expect_err(&yaml);
+            assert!(
+                err.contains(expected),
+                "{yaml}\n{err}\nexpected: {expected}"
+            );
+        }
+    }
 }

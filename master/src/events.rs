@@ -80,6 +80,7 @@ pub fn stamp() -> String {
 
 impl EventBus {
     /// An in-process bus that keeps up to `capacity` events for slow subscribers.
+    #[cfg(test)]
     pub fn new(capacity: usize, metrics: Arc<crate::metrics::Metrics>) -> EventBus {
         EventBus::on(Arc::new(LocalBus::new(capacity)), metrics)
     }

@@ -1,6 +1,7 @@
 //! `saltq-master`: reads `DIR/master`, sets up logging, runs the master until SIGTERM or Ctrl-C.
 
 mod acl;
+mod cluster;
 mod config;
 mod delivery;
 mod duties;

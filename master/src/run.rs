@@ -64,11 +64,36 @@ impl PkiFiles {
     pub const ADMIN_KEY: &str = "admin.key";
 }
 
-/// Creates the CA, the server certificate and the admin client certificate if missing.
+/// Creates the CA, the server certificate and the admin client certificate if missing, in
+/// `pki_dir`, or in `cluster_pki_dir` for a replica: there the first replica creates them
+/// while it holds a lock on the folder, and the others wait and read them.
 pub fn ensure_pki(cfg: &MasterConfig) -> anyhow::Result<Ca> {
-    let dir = &cfg.pki_dir;
+    std::fs::create_dir_all(&cfg.pki_dir)
+        .with_context(|| format!("cannot create pki_dir {}", cfg.pki_dir.display()))?;
+    let dir = cfg.cert_dir();
+    let key = if cfg.cluster.is_some() {
+        "cluster_pki_dir"
+    } else {
+        "pki_dir"
+    };
     std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create pki_dir {}", dir.display()))?;
+        .with_context(|| format!("cannot create {key} {}", dir.display()))?;
+    // Held until this function returns: replicas starting together create one CA.
+    let _lock = match &cfg.cluster {
+        Some(_) => {
+            let path = dir.join(".lock");
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            f.lock()
+                .with_context(|| format!("cannot lock {}", path.display()))?;
+            Some(f)
+        }
+        None => None,
+    };
     let (ca_cert, ca_key) = (dir.join(PkiFiles::CA_CERT), dir.join(PkiFiles::CA_KEY));
     let ca = if ca_cert.exists() {
         Ca::load(&ca_cert, &ca_key)?
@@ -142,8 +167,8 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
     let usage = saltq_transport::config::EX_USAGE;
     let (cert_file, key_file) = cfg.master_cert.clone().unwrap_or_else(|| {
         (
-            cfg.pki_dir.join(PkiFiles::MASTER_CERT),
-            cfg.pki_dir.join(PkiFiles::MASTER_KEY),
+            cfg.cert_dir().join(PkiFiles::MASTER_CERT),
+            cfg.cert_dir().join(PkiFiles::MASTER_KEY),
         )
     });
     let identity = CertKey::load(&cert_file, &key_file)
@@ -154,7 +179,7 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
             )
         })
         .map_err(fail(usage))?;
-    let ca_certs = pki::load_certs(&cfg.pki_dir.join(PkiFiles::CA_CERT))
+    let ca_certs = pki::load_certs(&cfg.cert_dir().join(PkiFiles::CA_CERT))
         .map_err(anyhow::Error::from)
         .map_err(fail(usage))?;
     let mut external = Vec::new();
@@ -240,7 +265,27 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
     let quic_addr = listeners.quic_addr();
     let h2_addr = listeners.h2_addr();
     let max = cfg.limits.max_message_size;
-    let master = Arc::new(Master::new(cfg, keys, cache, last_jid));
+    let cluster = match &cfg.cluster {
+        Some(c) => Some(
+            crate::cluster::Cluster::start(&cfg, c, shutdown.clone())
+                .await
+                .map_err(|e| StartError {
+                    code: saltq_transport::config::EX_UNAVAILABLE,
+                    error: anyhow::Error::from(e)
+                        .context(format!("{}: key cluster_nats", cfg.file.display())),
+                })?,
+        ),
+        None => None,
+    };
+    let bus: Arc<dyn crate::events::Bus> = match &cluster {
+        Some(c) => c.event_bus(),
+        None => Arc::new(crate::events::LocalBus::new(8192)),
+    };
+    let leadership: Arc<dyn crate::duties::Leadership> = match &cluster {
+        Some(c) => c.leadership(),
+        None => Arc::new(crate::duties::Alone::default()),
+    };
+    let master = Arc::new(Master::new(cfg, keys, cache, last_jid, bus, cluster));
 
     let (health, health_svc) = tonic_health::server::health_reporter();
     health
@@ -319,14 +364,18 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
                     code: usage,
                     error: anyhow::anyhow!("{}: key event_return: {e}", master.cfg.file.display()),
                 })?;
-            tokio::spawn(feed_event_returners(master.clone(), queue.clone()));
+            tokio::spawn(feed_event_returners(
+                master.clone(),
+                queue.clone(),
+                leadership.watch(),
+            ));
             Some((queue, handle))
         }
         None => None,
     };
     let duties = tokio::spawn(crate::duties::run(
         master.clone(),
-        Arc::new(crate::duties::Alone::default()),
+        leadership.clone(),
         shutdown.clone(),
     ));
     tokio::spawn(close_revoked(master.clone()));
@@ -426,8 +475,20 @@ async fn probe(master: &Master, path: &str) -> saltq_transport::http::Reply {
     match path {
         "/healthz" => (200, "text/plain", "ok\n".into()),
         "/readyz" => match master.cache.check_writable().await {
-            Ok(()) => (200, "text/plain", "ready\n".into()),
             Err(e) => (503, "text/plain", format!("job cache not writable: {e}\n")),
+            Ok(())
+                if master
+                    .cluster
+                    .as_ref()
+                    .is_some_and(|c| !c.nats.is_connected()) =>
+            {
+                (
+                    503,
+                    "text/plain",
+                    "not connected to NATS (cluster_nats)\n".into(),
+                )
+            }
+            Ok(()) => (200, "text/plain", "ready\n".into()),
         },
         "/metrics" => {
             let keys = master.keys.list();
@@ -451,12 +512,19 @@ async fn probe(master: &Master, path: &str) -> saltq_transport::http::Reply {
 
 /// Copies every bus event into the event-return queue; never slows the bus (the queue's push
 /// does not wait, and a lagging copy is counted).
-async fn feed_event_returners(master: Arc<Master>, queue: saltq_returners::EventReturnQueue) {
+///
+/// In a cluster every replica's bus carries every event, so only the replica holding the
+/// single-runner duties (`held`) returns them: each event once.
+async fn feed_event_returners(
+    master: Arc<Master>,
+    queue: saltq_returners::EventReturnQueue,
+    held: watch::Receiver<bool>,
+) {
     let mut bus = master.events.subscribe();
     loop {
         match bus.next().await {
             Some(Ok(e)) => {
-                if queue.accepts(&e.tag) {
+                if *held.borrow() && queue.accepts(&e.tag) {
                     queue.push(saltq_returners::Event {
                         tag: e.tag.clone(),
                         data: e.data.clone(),

@@ -48,6 +48,8 @@ pub struct Master {
     pub followers: Arc<Followers>,
     /// Where jids come from: this master's clock, or the job cache other masters share.
     jids: Box<dyn JidSource>,
+    /// The cluster's connections, when this master is a replica (`cluster_id`).
+    pub cluster: Option<crate::cluster::Cluster>,
 }
 
 /// A published job: the reply, its returns as they are stored, and who was actually sent it.
@@ -67,18 +69,21 @@ impl Master {
         keys: KeyStore,
         cache: JobCache,
         last_jid: Option<Jid>,
+        bus: Arc<dyn crate::events::Bus>,
+        cluster: Option<crate::cluster::Cluster>,
     ) -> Master {
         let metrics = Arc::new(crate::metrics::Metrics::default());
         Master {
             facts: FactStore::open(cfg.cachedir.join("minions")),
             cfg,
             keys,
-            events: EventBus::new(8192, metrics.clone()),
+            events: EventBus::on(bus, metrics.clone()),
             metrics,
             delivery: Arc::new(Subscriptions::default()),
             followers: Arc::new(Followers::default()),
             jids: crate::jids::source_for(&cache, last_jid.as_ref()),
             cache,
+            cluster,
         }
     }
 
