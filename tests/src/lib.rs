@@ -225,11 +225,23 @@ impl Master {
     /// subscription (the CLI logs "subscribed to the event bus" when the stream is open), so
     /// every event fired after this returns reaches it. Its stdout is piped.
     pub fn watch_events(&self, tag: &str, count: usize) -> Child {
-        let mut child = Command::new(bin("saltq"))
-            .arg("-c")
+        self.watch(tag, Some(count))
+    }
+
+    /// As [`Master::watch_events`], with no count: the watcher runs until killed.
+    pub fn watch_all_events(&self, tag: &str) -> Child {
+        self.watch(tag, None)
+    }
+
+    fn watch(&self, tag: &str, count: Option<usize>) -> Child {
+        let mut cmd = Command::new(bin("saltq"));
+        cmd.arg("-c")
             .arg(self.cli_dir())
-            .args(["events", "--log-level", "info", "--tag", tag, "--count"])
-            .arg(count.to_string())
+            .args(["events", "--log-level", "info", "--tag", tag]);
+        if let Some(n) = count {
+            cmd.arg("--count").arg(n.to_string());
+        }
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

@@ -2,6 +2,7 @@
 //! over real QUIC and TLS/TCP sockets with mutual TLS.
 
 mod cli;
+mod cluster;
 mod foundation;
 mod handshake;
 mod interop;

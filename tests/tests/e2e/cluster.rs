@@ -1,0 +1,309 @@
+//! A master cluster (`cluster_id`): replicas on the real nats-server and PostgreSQL of this
+//! machine. Gated by `SALTQ_TEST_NATS` (a NATS URL, set by scripts/test and CI when a server
+//! answers) and `SALTQ_TEST_POSTGRES`.
+
+use std::io::Read;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use saltq_tests::{Master, Scratch, bin, eventually};
+
+/// The NATS URL and PostgreSQL string, or `None` after saying why the test is skipped.
+fn servers() -> Option<(String, String)> {
+    let nats = std::env::var("SALTQ_TEST_NATS").ok();
+    let pg = std::env::var("SALTQ_TEST_POSTGRES").ok();
+    match (nats, pg) {
+        (Some(n), Some(p)) => Some((n, p)),
+        _ => {
+            eprintln!("skipped: needs SALTQ_TEST_NATS (a nats-server URL) and SALTQ_TEST_POSTGRES");
+            None
+        }
+    }
+}
+
+/// A cluster of replicas sharing one PKI folder, one PostgreSQL schema and one NATS.
+struct Cluster {
+    replicas: Vec<Master>,
+    _pki: Scratch,
+    pg: String,
+    schema: String,
+}
+
+impl Cluster {
+    /// Starts `n` replicas at once (they race to create the shared PKI), with `extra` config.
+    fn start(n: usize, nats: &str, pg: &str, extra: &str) -> Cluster {
+        let pki = Scratch::new("cluster-pki");
+        let schema = format!("saltq_e2e_cluster_{}_{}", std::process::id(), rand_suffix());
+        let cluster_id = format!("e2e-{schema}").replace('_', "-");
+        let cfg = format!(
+            "auto_accept: true\njob_cache: postgres\njob_cache_postgres: '{pg}'\n\
+             job_cache_postgres_schema: {schema}\ncluster_id: {cluster_id}\n\
+             cluster_nats: '{nats}'\ncluster_pki_dir: {}\n{extra}\n",
+            pki.0.join("shared").display()
+        );
+        let replicas = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..n)
+                .map(|i| {
+                    let cfg = format!("id: replica{i}\n{cfg}");
+                    s.spawn(move || Master::start(&cfg))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        Cluster {
+            replicas,
+            _pki: pki,
+            pg: pg.to_owned(),
+            schema,
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for r in &mut self.replicas {
+            r.stop();
+        }
+        let _ = Command::new("psql")
+            .arg(&self.pg)
+            .arg("-c")
+            .arg(format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema))
+            .output();
+    }
+}
+
+fn rand_suffix() -> u32 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    t.subsec_nanos()
+}
+
+/// Reads an event watcher's `tag<TAB>json` lines until it exits or `deadline` passes (then it
+/// is killed).
+fn lines_of(mut child: Child, deadline: Duration) -> Vec<(String, serde_json::Value)> {
+    let start = Instant::now();
+    while start.elapsed() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut text = String::new();
+    child
+        .stdout
+        .take()
+        .expect("piped stdout")
+        .read_to_string(&mut text)
+        .expect("watcher output");
+    text.lines()
+        .map(|l| {
+            let (t, d) = l.split_once('\t').expect("tag<TAB>json");
+            (t.to_owned(), serde_json::from_str(d).expect("json"))
+        })
+        .collect()
+}
+
+/// Runs saltq-master with `config` and returns its exit code and stderr.
+fn refused(config: &str) -> (i32, String) {
+    let dir = Scratch::new("cluster-refused");
+    let etc = dir.0.join("etc");
+    std::fs::create_dir_all(&etc).unwrap();
+    std::fs::write(
+        etc.join("master"),
+        format!(
+            "root_dir: {}\ninterface: 127.0.0.1\nport: 0\nhttp_enabled: false\n{config}",
+            dir.0.join("root").display()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(bin("saltq-master"))
+        .arg("-c")
+        .arg(&etc)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("saltq-master");
+    let status = eventually("the master exits", Duration::from_secs(20), || {
+        child.try_wait().ok().flatten()
+    });
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (status.code().unwrap_or(-1), err)
+}
+
+/// Cluster mode without its parts, or with a NATS nobody answers on, is refused at start,
+/// naming the key.
+#[test]
+fn a_cluster_without_its_parts_is_refused_naming_the_key() {
+    let (code, err) = refused("cluster_id: prod\ncluster_nats: nats://127.0.0.1:4222\n");
+    assert_eq!(code, 64, "{err}");
+    assert!(
+        err.contains("key \"job_cache\": cluster_id requires job_cache: postgres"),
+        "{err}"
+    );
+    let (code, err) = refused(
+        "job_cache: postgres\njob_cache_postgres: 'host=127.0.0.1'\ncluster_id: prod\ncluster_pki_dir: /nonexistent\n",
+    );
+    assert_eq!(code, 64, "{err}");
+    assert!(
+        err.contains("key \"cluster_nats\": required with cluster_id"),
+        "{err}"
+    );
+    let Some((_, pg)) = servers() else { return };
+    let (code, err) = refused(&format!(
+        "job_cache: postgres\njob_cache_postgres: '{pg}'\njob_cache_postgres_schema: saltq_e2e_nonats_{}\n\
+         cluster_id: prod\ncluster_nats: nats://127.0.0.1:1\ncluster_pki_dir: /tmp/saltq-e2e-unused-{}\n",
+        std::process::id(),
+        std::process::id()
+    ));
+    assert_eq!(code, 69, "{err}");
+    assert!(
+        err.contains("key cluster_nats")
+            && err.contains("cannot connect to NATS at nats://127.0.0.1:1"),
+        "{err}"
+    );
+    let _ = Command::new("psql")
+        .arg(&pg)
+        .arg("-c")
+        .arg(format!(
+            "DROP SCHEMA IF EXISTS saltq_e2e_nonats_{} CASCADE",
+            std::process::id()
+        ))
+        .output();
+}
+
+/// Three replicas started at once share one CA; each one's bus carries every replica's
+/// events, each once, including the minion events of a minion connected elsewhere.
+#[test]
+fn replicas_share_one_pki_and_every_event() {
+    let Some((nats, pg)) = servers() else { return };
+    let c = Cluster::start(3, &nats, &pg, "");
+    // One CA for all: each replica's CLI (reading cluster_pki_dir) is admitted by every other.
+    for r in &c.replicas {
+        let o = r.saltq(&["key", "-L", "--out", "json"]);
+        assert_eq!(o.code, 0, "{o:?}");
+    }
+    let (a, b, z) = (&c.replicas[0], &c.replicas[1], &c.replicas[2]);
+    let on_b = b.watch_events("e2e/probe/*", 2);
+    let on_z = z.watch_events("e2e/probe/*", 2);
+    assert_eq!(
+        a.saltq(&["run", "event.send", "e2e/probe/1", "data={n: 1}"])
+            .code,
+        0
+    );
+    assert_eq!(
+        z.saltq(&["run", "event.send", "e2e/probe/2", "data={n: 2}"])
+            .code,
+        0
+    );
+    for seen in [
+        lines_of(on_b, Duration::from_secs(15)),
+        lines_of(on_z, Duration::from_secs(15)),
+    ] {
+        let tags: Vec<&str> = seen.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(tags, ["e2e/probe/1", "e2e/probe/2"], "{seen:?}");
+        assert_eq!(seen[0].1["n"], 1);
+    }
+
+    // A minion of replica a announces itself on z's bus.
+    let on_z = z.watch_events("salt/minion/*/start", 1);
+    let _m = a.minion("cm1", "");
+    let seen = lines_of(on_z, Duration::from_secs(30));
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].0, "salt/minion/cm1/start");
+    assert_eq!(seen[0].1["id"], "cm1");
+}
+
+/// The reactor runs on the one replica holding the duties: an event fired on any replica is
+/// reacted to once; when that replica stops, another takes over.
+#[test]
+fn the_reactor_reacts_once_in_the_cluster_and_moves_when_its_replica_stops() {
+    let Some((nats, pg)) = servers() else { return };
+    let reactions = Scratch::new("cluster-reactor");
+    let sls = reactions.0.join("react.sls");
+    std::fs::write(
+        &sls,
+        "reacted:\n  runner.event.send:\n    - tag: e2e/reacted\n    - data:\n        to: {{ data['n'] }}\n",
+    )
+    .unwrap();
+    let extra = format!("reactor:\n  - 'e2e/react':\n    - {}\n", sls.display());
+    let mut c = Cluster::start(3, &nats, &pg, &extra);
+    let holder = |c: &Cluster| {
+        eventually(
+            "a replica holds the duties",
+            Duration::from_secs(20),
+            || {
+                let held: Vec<usize> = c
+                    .replicas
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| {
+                        std::fs::read_to_string(r.log())
+                            .unwrap_or_default()
+                            .contains("holds the cluster's single-runner duties")
+                    })
+                    .map(|(i, _)| i)
+                    .collect();
+                (!held.is_empty()).then_some(held)
+            },
+        )
+    };
+    let held = holder(&c);
+    assert_eq!(
+        held.len(),
+        1,
+        "exactly one replica holds the duties: {held:?}"
+    );
+    let leader = held[0];
+    let others: Vec<usize> = (0..3).filter(|i| *i != leader).collect();
+
+    // Fired on a replica that does not hold the duties, watched on the third.
+    let watch = c.replicas[others[1]].watch_all_events("e2e/reacted");
+    assert_eq!(
+        c.replicas[others[0]]
+            .saltq(&["run", "event.send", "e2e/react", "data={n: 1}"])
+            .code,
+        0
+    );
+    // A duplicate reaction would follow within milliseconds; two seconds is ample.
+    let seen = lines_of(watch, Duration::from_secs(3));
+    assert_eq!(seen.len(), 1, "one reaction in the cluster: {seen:?}");
+    assert_eq!(seen[0].1["to"], 1);
+
+    // The holder stops; another replica takes the duties and reacts.
+    c.replicas[leader].stop();
+    let next = eventually(
+        "another replica holds the duties",
+        Duration::from_secs(20),
+        || {
+            let held: Vec<usize> = others
+                .iter()
+                .copied()
+                .filter(|i| {
+                    std::fs::read_to_string(c.replicas[*i].log())
+                        .unwrap_or_default()
+                        .contains("holds the cluster's single-runner duties")
+                })
+                .collect();
+            (held.len() == 1).then(|| held[0])
+        },
+    );
+    let other = *others.iter().find(|i| **i != next).unwrap();
+    let watch = c.replicas[next].watch_all_events("e2e/reacted");
+    assert_eq!(
+        c.replicas[other]
+            .saltq(&["run", "event.send", "e2e/react", "data={n: 2}"])
+            .code,
+        0
+    );
+    let seen = lines_of(watch, Duration::from_secs(3));
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].1["to"], 2);
+}
