@@ -5,9 +5,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
-use super::fnmatch::fnmatch;
 use super::pyregex::PyRegex;
-use super::pystr::py_str;
+use crate::python::{self, fnmatch};
 
 /// The delimiter Salt hard-codes in the nested lookups of `_dict_match`.
 const DEFAULT_DELIMITER: &str = ":";
@@ -70,7 +69,7 @@ fn dict_step<'a>(map: &'a Map<String, Value>, each: &str) -> Option<&'a Value> {
     if let Some(v) = map.get(each) {
         return Some(v);
     }
-    match crate::args::yamlify(each) {
+    match python::yamlify(each) {
         Value::String(loaded) if loaded != each => map.get(&loaded),
         _ => None,
     }
@@ -174,11 +173,11 @@ impl Matcher<'_> {
 
     /// Salt's `_match`: `str(value).lower()` against `pattern.lower()`.
     fn value(&self, value: &Value, pattern: &str) -> bool {
-        let target = py_str(value).to_lowercase();
+        let target = python::str(value).to_lowercase();
         let pattern = pattern.to_lowercase();
         match self.mode {
             MatchMode::Exact => target == pattern,
-            MatchMode::Glob => fnmatch(&pattern, &target),
+            MatchMode::Glob => fnmatch(&target, &pattern),
             MatchMode::Regex => match self.regexes.and_then(|r| r.get(&pattern)) {
                 Some(Some(re)) => re.is_match(&target),
                 Some(None) => false,
