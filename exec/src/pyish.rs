@@ -1,7 +1,7 @@
 //! The Python behaviour only the minion's execution modules need: `int()` with its errors,
-//! `shlex.split`, `datetime.isoformat`, Salt's `strip_rst` and `traverse_dict_and_list`.
+//! `shlex.split`, `datetime.isoformat` and Salt's `strip_rst`.
 //! `repr()`, `str()`, truthiness, `is_true`, `fnmatch` and `yamlify_arg` live in
-//! `saltq_semantics::python`.
+//! `saltq_semantics::python`, `traverse_dict_and_list` in `saltq_semantics::target`.
 
 use saltq_semantics::python;
 use serde_json::Value;
@@ -192,35 +192,6 @@ pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
-/// Salt's `traverse_dict_and_list`: walks `key` split on `delimiter` through dicts and lists
-/// (numeric parts index lists, other parts look into the dicts a list holds).
-pub fn traverse<'a>(data: &'a Value, key: &str, delimiter: &str) -> Option<&'a Value> {
-    let mut ptr = data;
-    for part in key.split(delimiter) {
-        ptr = match ptr {
-            Value::Array(list) => match part.trim().parse::<i64>() {
-                Ok(idx) => {
-                    let len = list.len() as i64;
-                    let idx = if idx < 0 { idx + len } else { idx };
-                    if (0..len).contains(&idx) {
-                        &list[idx as usize]
-                    } else {
-                        return None;
-                    }
-                }
-                Err(_) => list
-                    .iter()
-                    .filter_map(Value::as_object)
-                    .find_map(|d| d.get(part))?,
-            },
-            Value::Object(map) => map.get(part)?,
-            // Salt raises a TypeError when indexing into a scalar; the default is more useful.
-            _ => return None,
-        };
-    }
-    Some(ptr)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,20 +249,5 @@ mod tests {
             "\n    Return text\n\n    CLI Example:\n\n        salt '*' test.echo 'x'\n    "
         );
         assert_eq!(strip_rst(".. versionadded:: 1"), "New in version 1");
-    }
-
-    #[test]
-    fn traverse_cases() {
-        let data =
-            json!({"roles": ["web", {"db": "pg"}], "pkg": {"apache": "httpd"}, "os": "Debian"});
-        let t = |k: &str, d: &str| traverse(&data, k, d).cloned();
-        assert_eq!(t("pkg:apache", ":"), Some(json!("httpd")));
-        assert_eq!(t("pkg|apache", "|"), Some(json!("httpd")));
-        assert_eq!(t("roles:0", ":"), Some(json!("web")));
-        assert_eq!(t("roles:-1", ":"), Some(json!({"db": "pg"})));
-        assert_eq!(t("roles:db", ":"), Some(json!("pg")));
-        assert_eq!(t("roles:5", ":"), None);
-        assert_eq!(t("os:x", ":"), None);
-        assert_eq!(t("nosuch", ":"), None);
     }
 }

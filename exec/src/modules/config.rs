@@ -7,8 +7,8 @@ use saltq_semantics::python::{self, fnmatch, truthy};
 
 use crate::error::ExecError;
 use crate::modules::pillar::merge_into;
-use crate::pyish::traverse;
 use crate::spec::{Call, Function, Lit, Param};
+use saltq_semantics::target::traverse;
 
 /// The `config` module's functions.
 pub(crate) const FUNCTIONS: &[Function] = &[

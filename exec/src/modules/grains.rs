@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 use saltq_semantics::python::{self, is_true, truthy};
 
 use crate::error::ExecError;
-use crate::pyish::traverse;
 use crate::spec::{Call, Function, Lit, Param};
+use saltq_semantics::target::traverse;
 
 /// The `grains` module's functions.
 pub(crate) const FUNCTIONS: &[Function] = &[

@@ -281,4 +281,26 @@ mod tests {
         assert_eq!(top, vec!["*:x"]);
         assert!(all.contains("x"));
     }
+
+    /// The minion's old `traverse` cases, and (last) where it disagreed with Salt 3007.8's
+    /// `traverse_dict_and_list`: it did not retry a missing key as YAML reads it, nor read
+    /// `1_0` as the index 10.
+    #[test]
+    fn traverse_minion_cases() {
+        let data =
+            json!({"roles": ["web", {"db": "pg"}], "pkg": {"apache": "httpd"}, "os": "Debian"});
+        let t = |k: &str, d: &str| traverse(&data, k, d).cloned();
+        assert_eq!(t("pkg:apache", ":"), Some(json!("httpd")));
+        assert_eq!(t("pkg|apache", "|"), Some(json!("httpd")));
+        assert_eq!(t("roles:0", ":"), Some(json!("web")));
+        assert_eq!(t("roles:-1", ":"), Some(json!({"db": "pg"})));
+        assert_eq!(t("roles:db", ":"), Some(json!("pg")));
+        assert_eq!(t("roles:5", ":"), None);
+        assert_eq!(t("os:x", ":"), None);
+        assert_eq!(t("nosuch", ":"), None);
+        assert_eq!(t("roles: 1 ", ":"), Some(json!({"db": "pg"})));
+        assert_eq!(t("'pkg':apache", ":"), Some(json!("httpd")));
+        let list = json!({"l": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]});
+        assert_eq!(traverse(&list, "l:1_0", ":"), Some(&json!(10)));
+    }
 }
