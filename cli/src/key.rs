@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
 
 use saltq_proto::v1::{self as pb, key_service_client::KeyServiceClient};
-use saltq_semantics::target::fnmatch;
+use saltq_semantics::python::fnmatch;
 use serde_json::{Map, Value, json};
 
 use crate::connect::ConnectArgs;
@@ -243,7 +243,7 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &KeyArgs) -> i32 {
             .iter()
             .filter(|(s, _)| eligible.contains(s))
             .filter_map(|(s, ids)| {
-                let ids: Vec<&String> = ids.iter().filter(|id| fnmatch(&glob, id)).collect();
+                let ids: Vec<&String> = ids.iter().filter(|id| fnmatch(id, &glob)).collect();
                 (!ids.is_empty()).then(|| (*s, json!(ids)))
             })
             .collect();

@@ -8,9 +8,11 @@
 
 use serde_json::{Map, Value};
 
+use saltq_semantics::python;
+
 use crate::context::PubInfo;
 use crate::error::ExecError;
-use crate::pyish::py_str;
+
 use crate::spec::{Bound, Function};
 
 /// Binds a job's arguments to `f`'s parameters. `kwarg` is the job's separate keyword map
@@ -46,7 +48,7 @@ pub(crate) fn split_args(
         if accepts(&key) {
             keywords.insert(key, val);
         } else {
-            invalid.push(format!("{key}={}", py_str(&val)));
+            invalid.push(format!("{key}={}", python::str(&val)));
         }
     };
 
@@ -66,7 +68,7 @@ pub(crate) fn split_args(
                 }
             }
             Value::String(s) => match parse_kwarg(&s) {
-                Some((key, val)) => take(key, yamlify_arg(&val), &mut keywords),
+                Some((key, val)) => take(key, python::yamlify(&val), &mut keywords),
                 None => positional.push(Value::String(s)),
             },
             other => positional.push(other),
@@ -244,44 +246,6 @@ pub fn parse_kwarg(s: &str) -> Option<(String, String)> {
         return None;
     }
     Some((key.to_owned(), value.to_owned()))
-}
-
-/// Salt's `yamlify_arg`: loads a CLI string as YAML where that gives a scalar, or a list or
-/// dict written with brackets; anything else stays a string. PyYAML speaks YAML 1.1, so its
-/// `yes`/`no`/`on`/`off` booleans are honoured here too.
-pub fn yamlify_arg(arg: &str) -> Value {
-    let original = || Value::from(arg);
-    let stripped = arg.trim();
-    if matches!(stripped, "" | "---" | "...")
-        || (stripped.contains('_') && stripped.chars().all(|c| c.is_ascii_digit() || c == '_'))
-        || arg.contains(['\t', '\r', '\n'])
-    {
-        return original();
-    }
-    if arg == "None" {
-        return Value::Null;
-    }
-    match stripped {
-        "yes" | "Yes" | "YES" | "on" | "On" | "ON" => return Value::Bool(true),
-        "no" | "No" | "NO" | "off" | "Off" | "OFF" => return Value::Bool(false),
-        _ => {}
-    }
-    let Ok(parsed) = serde_yaml_ng::from_str::<Value>(arg) else {
-        return original();
-    };
-    if arg.contains('#') {
-        return match parsed {
-            Value::String(_) | Value::Null => original(),
-            other => other,
-        };
-    }
-    match parsed {
-        Value::Object(_) if !arg.starts_with('{') => original(),
-        Value::Array(_) if !arg.starts_with('[') => original(),
-        Value::String(s) if s.is_empty() && matches!(arg, "|" | "!") => original(),
-        Value::Null if stripped.starts_with('#') || arg == "!" => original(),
-        other => other,
-    }
 }
 
 #[cfg(test)]
@@ -474,31 +438,5 @@ mod tests {
         assert_eq!(parse_kwarg("echo a=b"), None);
         assert_eq!(parse_kwarg("a=b\nc"), None);
         assert_eq!(parse_kwarg("noequals"), None);
-    }
-
-    #[test]
-    fn yamlify_cases() {
-        let cases = [
-            ("1", json!(1)),
-            ("1.5", json!(1.5)),
-            ("true", json!(true)),
-            ("yes", json!(true)),
-            ("None", json!(null)),
-            ("null", json!(null)),
-            ("hello", json!("hello")),
-            ("", json!("")),
-            ("1_000", json!("1_000")),
-            ("[1, 2]", json!([1, 2])),
-            ("{a: 1}", json!({"a": 1})),
-            ("a: 1", json!("a: 1")),
-            ("- a", json!("- a")),
-            ("#", json!("#")),
-            ("a # b", json!("a # b")),
-            ("|", json!("|")),
-            ("a\tb", json!("a\tb")),
-        ];
-        for (input, want) in cases {
-            assert_eq!(yamlify_arg(input), want, "yamlify({input:?})");
-        }
     }
 }

@@ -10,12 +10,14 @@ use std::task::{Context, Poll};
 
 use serde_json::{Map, Value};
 
+use saltq_semantics::python::truthy;
+
 use crate::args::{bind, split_args};
 use crate::context::{CallContext, PubInfo};
 use crate::error::ExecError;
 use crate::extmods;
 use crate::modules::sys::docs_matching;
-use crate::pyish::truthy;
+
 use crate::registry::lookup;
 use crate::spec::{Call, Function};
 

@@ -22,10 +22,11 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use saltq_semantics::python;
+
 use crate::context::{CallContext, ProcessGroups};
 use crate::error::ExecError;
 use crate::process::{self, Finished, Spawn};
-use crate::pyish::py_str;
 
 /// The timeout of one run when `ext_module_timeout` is not set.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -52,7 +53,10 @@ pub(crate) fn synced_dir(opts: &Value) -> Option<PathBuf> {
 /// directory.
 pub(crate) fn module_dirs(opts: &Value) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = match opts.get("module_dirs") {
-        Some(Value::Array(items)) => items.iter().map(|v| PathBuf::from(py_str(v))).collect(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| PathBuf::from(python::str(v)))
+            .collect(),
         Some(Value::String(s)) if !s.is_empty() => vec![PathBuf::from(s)],
         _ => Vec::new(),
     };
@@ -256,7 +260,7 @@ pub(crate) async fn list(
             ))
         })?
         .iter()
-        .map(py_str)
+        .map(python::str)
         .collect();
     if let Some(st) = st {
         LISTS

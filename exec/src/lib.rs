@@ -31,7 +31,7 @@ mod registry;
 mod spec;
 mod sync;
 
-pub use args::{parse_kwarg, yamlify_arg};
+pub use args::parse_kwarg;
 pub use context::{
     CallContext, EventSink, FetchFuture, JobControl, ModuleSource, NoJobs, ProcessGroups, PubInfo,
     SyncedFile,

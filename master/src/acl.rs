@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use saltq_semantics::target::fnmatch;
+use saltq_semantics::python::fnmatch;
 use serde::Deserialize;
 use tonic::Status;
 
@@ -37,7 +37,7 @@ pub const ADMIN: &str = "admin";
 
 fn entries_for<'a, T>(acl: &'a BTreeMap<String, Vec<T>>, user: &str) -> Vec<&'a T> {
     acl.iter()
-        .filter(|(who, _)| fnmatch(who, user))
+        .filter(|(who, _)| fnmatch(user, who))
         .flat_map(|(_, e)| e.iter())
         .collect()
 }
@@ -65,10 +65,10 @@ impl Acl {
         for fun in funs {
             for id in minions {
                 let allowed = entries.iter().any(|e| match e {
-                    AclEntry::Fun(g) => fnmatch(g, fun),
+                    AclEntry::Fun(g) => fnmatch(fun, g),
                     AclEntry::Target(m) => m
                         .iter()
-                        .any(|(tgt, fs)| fnmatch(tgt, id) && fs.iter().any(|g| fnmatch(g, fun))),
+                        .any(|(tgt, fs)| fnmatch(id, tgt) && fs.iter().any(|g| fnmatch(fun, g))),
                 });
                 if !allowed {
                     return Err(Status::permission_denied(format!(
@@ -88,7 +88,7 @@ impl Acl {
         if user == ADMIN {
             return Ok(());
         }
-        if entries_for(acl, user).iter().any(|g| fnmatch(g, fun)) {
+        if entries_for(acl, user).iter().any(|g| fnmatch(fun, g)) {
             Ok(())
         } else {
             Err(Status::permission_denied(format!(

@@ -143,7 +143,7 @@ impl TagFilter {
     pub fn matches(&self, tag: &str) -> bool {
         match self {
             TagFilter::All => true,
-            TagFilter::Glob(g) => saltq_semantics::target::fnmatch(g, tag),
+            TagFilter::Glob(g) => saltq_semantics::python::fnmatch(tag, g),
             TagFilter::Prefix(p) => tag.starts_with(p.as_str()),
             TagFilter::Regex(r) => r.is_match(tag),
         }

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 use tokio::sync::broadcast;
 
-use saltq_semantics::target::fnmatch;
+use saltq_semantics::python::fnmatch;
 use saltq_transport::Issuer;
 use saltq_transport::pki::{self, fingerprint_spki, spki_from_pem};
 
@@ -275,7 +275,7 @@ impl KeyStore {
                 text.lines()
                     .map(str::trim)
                     .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                    .any(|glob| fnmatch(glob, id))
+                    .any(|glob| fnmatch(id, glob))
             })
             .unwrap_or(false)
     }
@@ -376,7 +376,7 @@ impl KeyStore {
         let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
         let mut out: BTreeMap<KeyState, BTreeMap<String, String>> = BTreeMap::new();
         for ((state, id), pem) in keys.iter() {
-            if fnmatch(glob, id) {
+            if fnmatch(id, glob) {
                 let fp = spki_from_pem(pem)
                     .map(|d| fingerprint_spki(&d))
                     .unwrap_or_else(|| "unreadable key".into());
@@ -391,7 +391,7 @@ impl KeyStore {
         let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
         let mut out: BTreeMap<KeyState, BTreeMap<String, String>> = BTreeMap::new();
         for ((state, id), pem) in keys.iter() {
-            if fnmatch(glob, id) {
+            if fnmatch(id, glob) {
                 out.entry(*state)
                     .or_default()
                     .insert(id.clone(), pem.clone());
@@ -410,7 +410,7 @@ impl KeyStore {
         let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
         let moving: Vec<(KeyState, String, String)> = keys
             .iter()
-            .filter(|((s, id), _)| from.contains(s) && fnmatch(glob, id))
+            .filter(|((s, id), _)| from.contains(s) && fnmatch(id, glob))
             .map(|((s, id), pem)| (*s, id.clone(), pem.clone()))
             .collect();
         let mut moved = Vec::new();
@@ -427,7 +427,7 @@ impl KeyStore {
         let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
         let going: Vec<(KeyState, String)> = keys
             .keys()
-            .filter(|(_, id)| fnmatch(glob, id))
+            .filter(|(_, id)| fnmatch(id, glob))
             .cloned()
             .collect();
         for (state, id) in &going {

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use futures_util::StreamExt;
 use saltq_proto::v1 as pb;
-use saltq_semantics::target::fnmatch;
+use saltq_semantics::python::fnmatch;
 use saltq_transport::value;
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
@@ -51,7 +51,7 @@ pub async fn run(master: Arc<Master>) {
             continue;
         }
         for (glob, files) in &master.cfg.reactor {
-            if !fnmatch(glob, &event.tag) {
+            if !fnmatch(&event.tag, glob) {
                 continue;
             }
             for file in files {

@@ -14,6 +14,7 @@
 
 use std::time::Duration;
 
+use saltq_semantics::python::truthy;
 use serde_json::{Map, Value};
 
 use crate::error::ReturnerError;
@@ -457,18 +458,6 @@ fn to_seconds(value: &Value) -> Option<Duration> {
         _ => return None,
     };
     (secs.is_finite() && secs > 0.0 && secs < 1e9).then(|| Duration::from_secs_f64(secs))
-}
-
-/// Python's truthiness of a config value.
-fn truthy(value: &Value) -> bool {
-    match value {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64() != Some(0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
 }
 
 /// One option's value after Salt's lookup, and the key it came from.

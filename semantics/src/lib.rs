@@ -1,9 +1,11 @@
 //! Salt's rules without I/O, shared by the saltq master, minion and CLI: job
-//! ids, targeting, the typing of CLI arguments, and the outputters.
+//! ids, targeting, the typing of CLI arguments, the outputters, and the one
+//! home of the Python behaviour they imitate (`python`).
 
 pub mod args;
 pub mod jid;
 pub mod output;
+pub mod python;
 pub mod target;
 
 pub use jid::{Jid, JidError, JidGenerator};

@@ -1,61 +1,15 @@
 //! Replays fixtures recorded from Salt 3007.8 itself (see `data/oracle/gen.py`):
-//! `yamlify_arg`, `fnmatch.fnmatchcase`, `re.match`, `subdict_match`, and the
-//! minion's `compound_match` over grains, pillar, lists and ipcidr.
+//! `re.match`, `subdict_match`, and the minion's `compound_match` over grains,
+//! pillar, lists and ipcidr (`yamlify_arg` and `fnmatch` are replayed by
+//! `tests/python.rs`).
 
-use saltq_semantics::args::yamlify;
+mod fixture;
+
+use fixture::{cases, fixture, text};
+
 use saltq_semantics::target::{
-    MatchMode, MinionFacts, Nodegroups, Target, TargetType, fnmatch, subdict_match,
+    MatchMode, MinionFacts, Nodegroups, Target, TargetType, subdict_match,
 };
-use serde_json::Value;
-
-/// Parses a fixture file.
-fn fixture(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or(Value::Null)
-}
-
-/// The cases of a fixture: the value itself or its `cases` member.
-fn cases(doc: &Value) -> &[Value] {
-    doc.get("cases")
-        .unwrap_or(doc)
-        .as_array()
-        .map_or(&[], Vec::as_slice)
-}
-
-/// A string member of a case.
-fn text<'a>(case: &'a Value, key: &str) -> &'a str {
-    case.get(key).and_then(Value::as_str).unwrap_or_default()
-}
-
-#[test]
-fn yamlify_matches_salt() {
-    let doc = fixture(include_str!("data/oracle/yamlify.json"));
-    let mut failures = Vec::new();
-    for case in cases(&doc) {
-        let arg = text(case, "arg");
-        let got = yamlify(arg);
-        if Some(&got) != case.get("want") {
-            failures.push(format!("{arg:?}: got {got}, salt {}", case["want"]));
-        }
-    }
-    assert!(cases(&doc).len() > 300);
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-#[test]
-fn fnmatch_matches_python() {
-    let doc = fixture(include_str!("data/oracle/fnmatch.json"));
-    let mut failures = Vec::new();
-    for case in cases(&doc) {
-        let (pattern, t) = (text(case, "pattern"), text(case, "text"));
-        // `null`: Python raised; saltq matches nothing.
-        let want = case["want"].as_bool().unwrap_or(false);
-        if fnmatch(pattern, t) != want {
-            failures.push(format!("fnmatch({pattern:?}, {t:?}) != {want}"));
-        }
-    }
-    assert!(cases(&doc).len() >= 3000);
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
 
 #[test]
 fn pcre_matches_python() {

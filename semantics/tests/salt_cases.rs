@@ -1,7 +1,7 @@
 //! Salt's own test cases, ported as tables. Each table names the Salt 3007.8
 //! test it comes from; where saltq deliberately differs, the row says so.
 
-use saltq_semantics::args::{condition_input, parse_input, parse_kwarg, yamlify};
+use saltq_semantics::args::{condition_input, parse_input, parse_kwarg};
 use saltq_semantics::target::{
     MatchMode, MinionFacts, NodegroupDef, Nodegroups, Target, TargetError, TargetType,
     nodegroup_comp, subdict_match, traverse,
@@ -470,46 +470,6 @@ fn nodegroup_listed_ids() {
         target.map(|t| t.listed_ids()),
         Ok(strings(&["minion", "ghostminion"]))
     );
-}
-
-// tests/pytests/unit/utils/test_args.py: test_yamlify_arg (the `is` checks
-// become "the original string comes back").
-#[test]
-fn yamlify_salt_cases() {
-    let same = [
-        "",
-        "\t",
-        " ",
-        "1_2_3",
-        "# hash at beginning",
-        "Hello world! # hash elsewhere",
-        "- foo",
-        "foo: bar",
-        "|",
-        "!",
-        "   ",
-        "---",
-        "--- ",
-        "...",
-        " ...",
-        "foo\t\nbar",
-    ];
-    for arg in same {
-        assert_eq!(yamlify(arg), json!(arg), "{arg:?}");
-    }
-    let typed = [
-        ("[\"foo\", \"bar\", \"###\"]", json!(["foo", "bar", "###"])),
-        ("{\"foo\": \"###\"}", json!({"foo": "###"})),
-        ("None", json!(null)),
-        ("123", json!(123)),
-        ("45.67", json!(45.67)),
-        ("foo", json!("foo")),
-        ("[\"foo\", \"bar\"]", json!(["foo", "bar"])),
-        ("{\"foo\": \"bar\"}", json!({"foo": "bar"})),
-    ];
-    for (arg, want) in typed {
-        assert_eq!(yamlify(arg), want, "{arg:?}");
-    }
 }
 
 // tests/pytests/unit/utils/test_args.py: test_parse_kwarg, test_arguments_regex

@@ -2,8 +2,9 @@
 //! three-valued check, listed ids, nodegroup expansion for publishing, and
 //! the loading of `nodegroups:` from YAML.
 
+use saltq_semantics::python::GlobError;
 use saltq_semantics::target::{
-    GlobError, MinionFacts, NodegroupDef, Nodegroups, Target, TargetError, TargetType,
+    MinionFacts, NodegroupDef, Nodegroups, Target, TargetError, TargetType,
 };
 use serde_json::{Value, json};
 

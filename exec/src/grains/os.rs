@@ -1,6 +1,7 @@
 //! The operating-system grains (`os`, `os_family`, `osrelease`, `osfinger`, ...) from
 //! os-release data, with Salt's name and family maps (`salt/grains/core.py`).
 
+use saltq_semantics::python;
 use serde_json::{Map, Value, json};
 
 /// `KEY=value` lines of an os-release file, quotes removed.
@@ -298,7 +299,7 @@ pub(crate) fn os_grains(rel: &Map<String, Value>) -> Map<String, Value> {
         let finger_version = if os == "Ubuntu" || os == "Pop" {
             release.clone()
         } else {
-            info.first().map(crate::pyish::py_str).unwrap_or_default()
+            info.first().map(python::str).unwrap_or_default()
         };
         g.insert("osrelease_info".into(), Value::Array(info));
         g.insert(

@@ -15,9 +15,11 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use saltq_semantics::python::{self, fnmatch, truthy};
+
 use crate::error::ExecError;
 use crate::process::{self, Finished, Spawn};
-use crate::pyish::{fnmatch, py_int, py_repr, py_repr_str, py_str, shlex_split, truthy};
+use crate::pyish::{py_int, shlex_split};
 use crate::spec::{Call, Function, Param};
 use signatures::{
     RETCODE_PARAMS, RUN_ALL_PARAMS, RUN_PARAMS, RUN_STDOUT_PARAMS, SCRIPT_PARAMS, SHELL_PARAMS,
@@ -125,7 +127,7 @@ async fn execute(call: &Call, cmd: &Value, mode: Mode) -> Result<Ran, ExecError>
     let identity = run_as(call)?;
     let (python_shell, shell) = shell_choice(call, mode.force_shell);
     let cwd = match (setting(call, "cwd"), &identity) {
-        (Some(v), _) => py_str(v),
+        (Some(v), _) => python::str(v),
         (None, Some(id)) if id.user.is_some() => id.home.clone(),
         (None, _) => default_cwd(),
     };
@@ -150,21 +152,21 @@ async fn execute(call: &Call, cmd: &Value, mode: Mode) -> Result<Ran, ExecError>
     let (argv, shown): (Vec<String>, String) = match (&shell, cmd) {
         (Some(shell), Value::Array(items)) => {
             let mut argv = vec![shell.clone(), "-c".into()];
-            argv.extend(items.iter().map(py_str));
-            (argv, py_repr(cmd))
+            argv.extend(items.iter().map(python::str));
+            (argv, python::repr(cmd))
         }
         (Some(shell), other) => (
-            vec![shell.clone(), "-c".into(), py_str(other)],
-            py_str(other),
+            vec![shell.clone(), "-c".into(), python::str(other)],
+            python::str(other),
         ),
         (None, Value::Array(items)) => {
-            let argv: Vec<String> = items.iter().map(py_str).collect();
-            let shown = py_repr(&Value::from(argv.clone()));
+            let argv: Vec<String> = items.iter().map(python::str).collect();
+            let shown = python::repr(&Value::from(argv.clone()));
             (argv, shown)
         }
         (None, other) => {
-            let argv = shlex_split(&py_str(other))?;
-            let shown = py_repr(&Value::from(argv.clone()));
+            let argv = shlex_split(&python::str(other))?;
+            let shown = python::repr(&Value::from(argv.clone()));
             (argv, shown)
         }
     };
@@ -184,12 +186,12 @@ async fn execute(call: &Call, cmd: &Value, mode: Mode) -> Result<Ran, ExecError>
         Some(other) => {
             return Err(ExecError::exception(
                 "TimedProcTimeoutError",
-                format!("Error: timeout {} must be a number", py_str(other)),
+                format!("Error: timeout {} must be a number", python::str(other)),
             ));
         }
     };
     let stdin = setting(call, "stdin").map(|v| {
-        let text = py_str(v);
+        let text = python::str(v);
         let text = if flag(call, "stdin_raw_newlines", false) {
             text
         } else {
@@ -219,7 +221,7 @@ async fn execute(call: &Call, cmd: &Value, mode: Mode) -> Result<Ran, ExecError>
             });
             ExecError::execution(format!(
                 "Unable to run command '{shown}' with the context '{}', reason: {}",
-                py_repr(&context),
+                python::repr(&context),
                 os_reason(&e, &argv[0])
             ))
         })?;
@@ -227,7 +229,7 @@ async fn execute(call: &Call, cmd: &Value, mode: Mode) -> Result<Ran, ExecError>
     let ignore_retcode = flag(call, "ignore_retcode", false);
     let ran = match finished {
         Finished::TimedOut { pid } => {
-            let limit = timeout_value.map(py_str).unwrap_or_default();
+            let limit = timeout_value.map(python::str).unwrap_or_default();
             Ran {
                 pid,
                 retcode: 1,
@@ -296,8 +298,12 @@ struct Identity {
 /// the user the minion already runs as changes nothing. Supplementary groups are dropped
 /// (only the primary group, or `group`, is kept).
 fn run_as(call: &Call) -> Result<Option<Identity>, ExecError> {
-    let runas = setting(call, "runas").map(py_str).filter(|s| !s.is_empty());
-    let group = setting(call, "group").map(py_str).filter(|s| !s.is_empty());
+    let runas = setting(call, "runas")
+        .map(python::str)
+        .filter(|s| !s.is_empty());
+    let group = setting(call, "group")
+        .map(python::str)
+        .filter(|s| !s.is_empty());
     if runas.is_none() && group.is_none() {
         return Ok(None);
     }
@@ -343,7 +349,9 @@ fn run_as(call: &Call) -> Result<Option<Identity>, ExecError> {
 
 /// Salt's `_python_shell_default` and shell choice: `(python_shell, shell to run it with)`.
 fn shell_choice(call: &Call, force_shell: bool) -> (bool, Option<String>) {
-    let explicit_shell = setting(call, "shell").map(py_str).filter(|s| !s.is_empty());
+    let explicit_shell = setting(call, "shell")
+        .map(python::str)
+        .filter(|s| !s.is_empty());
     let python_shell = match setting(call, "python_shell") {
         _ if force_shell => true,
         Some(v) => truthy(v),
@@ -381,12 +389,12 @@ fn is_executable_file(path: &Path) -> bool {
 /// `cmd_blacklist_glob` and `cmd_whitelist_glob` from the minion config (Salt's `_check_avail`).
 fn check_permitted(call: &Call, cmd: &Value) -> Result<(), ExecError> {
     let line = match cmd {
-        Value::Array(items) => items.iter().map(py_str).collect::<Vec<_>>().join(" "),
-        other => py_str(other),
+        Value::Array(items) => items.iter().map(python::str).collect::<Vec<_>>().join(" "),
+        other => python::str(other),
     };
     let globs = |key: &str| -> Vec<String> {
         match call.ctx.opt(key) {
-            Some(Value::Array(items)) => items.iter().map(py_str).collect(),
+            Some(Value::Array(items)) => items.iter().map(python::str).collect(),
             Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
             _ => Vec::new(),
         }
@@ -441,10 +449,10 @@ fn build_env(call: &Call, identity: Option<&Identity>) -> Vec<(OsString, OsStrin
     }
     let notify_given = env.contains_key("NOTIFY_SOCKET");
     for (key, value) in &env {
-        run_env.insert(key.into(), py_str(value).into());
+        run_env.insert(key.into(), python::str(value).into());
     }
     if let Some(prefix) = setting(call, "prepend_path") {
-        let mut path = OsString::from(py_str(prefix));
+        let mut path = OsString::from(python::str(prefix));
         path.push(":");
         path.push(
             run_env
@@ -464,8 +472,8 @@ fn build_env(call: &Call, identity: Option<&Identity>) -> Vec<(OsString, OsStrin
 fn split_input(v: Option<&Value>) -> Vec<String> {
     match v {
         None => Vec::new(),
-        Some(Value::Array(items)) => items.iter().map(py_str).collect(),
-        Some(other) => py_str(other)
+        Some(Value::Array(items)) => items.iter().map(python::str).collect(),
+        Some(other) => python::str(other)
             .split(',')
             .map(|s| s.trim().to_owned())
             .collect(),
@@ -498,7 +506,7 @@ fn os_reason(e: &io::Error, program: &str) -> String {
             let text = text
                 .strip_suffix(&format!(" (os error {code})"))
                 .unwrap_or(&text);
-            format!("[Errno {code}] {text}: {}", py_repr_str(program))
+            format!("[Errno {code}] {text}: {}", python::str_repr(program))
         }
         None => e.to_string(),
     }
@@ -598,7 +606,10 @@ async fn run(call: Call) -> Result<Value, ExecError> {
         && ran.retcode != 0
         && !flag(&call, "ignore_retcode", false)
         && flag(&call, "raise_err", false)
-        && setting(&call, "output_loglevel").map(py_str).as_deref() != Some("quiet")
+        && setting(&call, "output_loglevel")
+            .map(python::str)
+            .as_deref()
+            != Some("quiet")
     {
         return Err(ExecError::execution(if hide {
             String::new()
@@ -821,14 +832,15 @@ fn stage_script(source: &Path, dir: &Path, uid: Option<u32>) -> io::Result<TempS
 }
 
 async fn script(call: Call) -> Result<Value, ExecError> {
-    let source = py_str(call.arg("source"));
+    let source = python::str(call.arg("source"));
     if source.starts_with("salt://") {
         return Err(ExecError::execution(format!(
             "saltq does not support salt:// script sources yet: {source}"
         )));
     }
     let path = PathBuf::from(source.strip_prefix("file://").unwrap_or(&source));
-    let dir = setting(&call, "cwd").map_or_else(std::env::temp_dir, |v| PathBuf::from(py_str(v)));
+    let dir =
+        setting(&call, "cwd").map_or_else(std::env::temp_dir, |v| PathBuf::from(python::str(v)));
     let uid = run_as(&call)?.and_then(|id| id.uid);
     let staged = match stage_script(&path, &dir, uid) {
         Ok(staged) => staged,
@@ -855,8 +867,8 @@ async fn script(call: Call) -> Result<Value, ExecError> {
     let mut cmd = vec![Value::from(staged.0.display().to_string())];
     match call.arg("args") {
         Value::Null => {}
-        Value::Array(items) => cmd.extend(items.iter().map(|v| Value::from(py_str(v)))),
-        other => cmd.push(Value::from(py_str(other))),
+        Value::Array(items) => cmd.extend(items.iter().map(|v| Value::from(python::str(v)))),
+        other => cmd.push(Value::from(python::str(other))),
     }
     let ran = execute(&call, &Value::Array(cmd), Mode::default()).await?;
     drop(staged);
@@ -911,7 +923,7 @@ pub(crate) fn which_path(cmd: &str) -> Option<String> {
 }
 
 async fn which(call: Call) -> Result<Value, ExecError> {
-    Ok(which_path(&py_str(call.arg("cmd"))).map_or(Value::Null, Value::String))
+    Ok(which_path(&python::str(call.arg("cmd"))).map_or(Value::Null, Value::String))
 }
 
 const HAS_EXEC_DOC: &str = "Return ``True`` if the executable is available on the minion
@@ -924,7 +936,9 @@ CLI Example:
 ";
 
 async fn has_exec(call: Call) -> Result<Value, ExecError> {
-    Ok(Value::Bool(which_path(&py_str(call.arg("cmd"))).is_some()))
+    Ok(Value::Bool(
+        which_path(&python::str(call.arg("cmd"))).is_some(),
+    ))
 }
 
 mod signatures;

@@ -3,10 +3,12 @@
 
 use serde_json::{Map, Value, json};
 
+use saltq_semantics::python::{self, fnmatch, truthy};
+
 use crate::error::ExecError;
 use crate::modules::pillar::merge_into;
-use crate::pyish::{fnmatch, py_str, traverse, truthy};
 use crate::spec::{Call, Function, Lit, Param};
+use saltq_semantics::target::traverse;
 
 /// The `config` module's functions.
 pub(crate) const FUNCTIONS: &[Function] = &[
@@ -77,8 +79,8 @@ CLI Example:
 ";
 
 async fn get(call: Call) -> Result<Value, ExecError> {
-    let key = py_str(call.arg("key"));
-    let delimiter = py_str(call.arg("delimiter"));
+    let key = python::str(call.arg("key"));
+    let delimiter = python::str(call.arg("delimiter"));
     if call.opt_arg("merge").is_some() {
         // Lowest first: defaults, pillar's master dict, pillar, grains, opts.
         let mut data = defaults().as_object().cloned().unwrap_or_default();
@@ -124,7 +126,7 @@ CLI Example:
 ";
 
 async fn option(call: Call) -> Result<Value, ExecError> {
-    let value = py_str(call.arg("value"));
+    let value = python::str(call.arg("value"));
     let omit_all = truthy(call.arg("omit_all"));
     let wildcard = truthy(call.arg("wildcard"));
     let default = match call.arg("default") {

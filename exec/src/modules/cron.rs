@@ -4,9 +4,11 @@
 
 use serde_json::{Map, Value, json};
 
+use saltq_semantics::python::{self, truthy};
+
 use crate::error::ExecError;
 use crate::modules::{run_cmd, run_cmd_stdin};
-use crate::pyish::{py_str, truthy};
+
 use crate::spec::{Call, Function, Lit, Param};
 
 /// The `cron` module's functions.
@@ -123,7 +125,7 @@ fn comment_line(job: &Value) -> Option<String> {
 /// Salt's `_render_tab`: the crontab text of a table.
 pub(crate) fn render_tab(tab: &Value) -> String {
     let list = |k: &str| tab[k].as_array().cloned().unwrap_or_default();
-    let mut out: Vec<String> = list("pre").iter().map(py_str).collect();
+    let mut out: Vec<String> = list("pre").iter().map(python::str).collect();
     if out.last().is_none_or(|l| l != TAG) {
         out.push(TAG.to_owned());
     }
@@ -132,7 +134,7 @@ pub(crate) fn render_tab(tab: &Value) -> String {
             .as_str()
             .filter(|v| !v.is_empty())
             .unwrap_or("\"\"");
-        out.push(format!("{}={value}", py_str(&env["name"])));
+        out.push(format!("{}={value}", python::str(&env["name"])));
     }
     let disabled = |job: &Value| {
         if job["commented"] == json!(true) {
@@ -143,12 +145,12 @@ pub(crate) fn render_tab(tab: &Value) -> String {
     };
     for job in list("crons") {
         out.extend(comment_line(&job));
-        let times: Vec<String> = TIME_FIELDS.iter().map(|f| py_str(&job[*f])).collect();
+        let times: Vec<String> = TIME_FIELDS.iter().map(|f| python::str(&job[*f])).collect();
         out.push(format!(
             "{}{} {}",
             disabled(&job),
             times.join(" "),
-            py_str(&job["cmd"])
+            python::str(&job["cmd"])
         ));
     }
     for job in list("special") {
@@ -156,8 +158,8 @@ pub(crate) fn render_tab(tab: &Value) -> String {
         out.push(format!(
             "{}{} {}",
             disabled(&job),
-            py_str(&job["spec"]),
-            py_str(&job["cmd"])
+            python::str(&job["spec"]),
+            python::str(&job["cmd"])
         ));
     }
     out.iter().map(|l| format!("{l}\n")).collect()
@@ -207,7 +209,7 @@ fn resolve_times(times: &Map<String, Value>) -> Map<String, Value> {
     ];
     let mut out = Map::new();
     for (field, lo, hi) in ranges {
-        let value = py_str(&times[field]).to_lowercase();
+        let value = python::str(&times[field]).to_lowercase();
         let resolved = match value.split_once(':') {
             _ if value == "random" => rand::random_range(lo..=hi).to_string(),
             Some((a, b)) => match (a.parse::<u32>(), b.parse::<u32>()) {
@@ -218,13 +220,13 @@ fn resolve_times(times: &Map<String, Value>) -> Map<String, Value> {
         };
         out.insert(field.to_owned(), json!(resolved));
     }
-    let month = py_str(&out["month"]);
+    let month = python::str(&out["month"]);
     let max_day = match month.as_str() {
         "1" | "3" | "5" | "7" | "8" | "10" | "12" => 31,
         "4" | "6" | "9" | "11" => 30,
         _ => 28,
     };
-    let day = py_str(&times["daymonth"]).to_lowercase();
+    let day = python::str(&times["daymonth"]).to_lowercase();
     let day = if day == "random" {
         rand::random_range(1..=max_day).to_string()
     } else {
@@ -263,8 +265,8 @@ pub(crate) fn remove_job(
             .all(|f| match times.get(*f).filter(|v| !v.is_null()) {
                 None => true,
                 Some(want) => {
-                    let want = py_str(want);
-                    py_str(&job[*f]) == want
+                    let want = python::str(want);
+                    python::str(&job[*f]) == want
                         || (want.eq_ignore_ascii_case("random") && job[*f] != json!("*"))
                 }
             })
@@ -402,7 +404,7 @@ CLI Example:
 
 async fn list_tab(call: Call) -> Result<Value, ExecError> {
     Ok(parse_tab(
-        &read_tab(&call, &py_str(call.arg("user"))).await?,
+        &read_tab(&call, &python::str(call.arg("user"))).await?,
     ))
 }
 
@@ -418,17 +420,22 @@ CLI Example:
 ";
 
 async fn set_job(call: Call) -> Result<Value, ExecError> {
-    let user = py_str(call.arg("user"));
+    let user = python::str(call.arg("user"));
     let times: Map<String, Value> = TIME_FIELDS
         .iter()
-        .map(|f| ((*f).to_owned(), json!(py_str(call.arg(f)).to_lowercase())))
+        .map(|f| {
+            (
+                (*f).to_owned(),
+                json!(python::str(call.arg(f)).to_lowercase()),
+            )
+        })
         .collect();
     let job = Job {
         times,
-        cmd: py_str(call.arg("cmd")),
+        cmd: python::str(call.arg("cmd")),
         commented: truthy(call.arg("commented")),
-        comment: call.opt_arg("comment").map(py_str),
-        identifier: call.opt_arg("identifier").map(py_str),
+        comment: call.opt_arg("comment").map(python::str),
+        identifier: call.opt_arg("identifier").map(python::str),
     };
     let mut tab = parse_tab(&read_tab(&call, &user).await?);
     let outcome = set_job_in(&mut tab, job);
@@ -453,16 +460,16 @@ CLI Example:
 ";
 
 async fn rm_job(call: Call) -> Result<Value, ExecError> {
-    let user = py_str(call.arg("user"));
+    let user = python::str(call.arg("user"));
     let times: Map<String, Value> = TIME_FIELDS
         .iter()
         .map(|f| ((*f).to_owned(), call.arg(f).clone()))
         .collect();
     let mut tab = parse_tab(&read_tab(&call, &user).await?);
-    let identifier = call.opt_arg("identifier").map(py_str);
+    let identifier = call.opt_arg("identifier").map(python::str);
     if !remove_job(
         &mut tab,
-        &py_str(call.arg("cmd")),
+        &python::str(call.arg("cmd")),
         &times,
         identifier.as_deref(),
     ) {

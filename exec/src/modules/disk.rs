@@ -3,9 +3,11 @@
 
 use serde_json::{Map, Value, json};
 
+use saltq_semantics::python;
+
 use crate::error::ExecError;
 use crate::modules::run_cmd;
-use crate::pyish::py_str;
+
 use crate::spec::{Call, Function, Lit, Param};
 
 /// The `disk` module's functions.
@@ -23,7 +25,7 @@ fn flags(call: &Call, caller: &str) -> Result<String, ExecError> {
     let Some(args) = call.opt_arg("args") else {
         return Ok(String::new());
     };
-    let text = py_str(args);
+    let text = python::str(args);
     let allowed = "aBhHiklPtTxv";
     match text.chars().find(|c| !allowed.contains(*c)) {
         Some(_) => Err(ExecError::execution(format!(

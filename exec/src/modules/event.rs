@@ -3,8 +3,10 @@
 
 use serde_json::{Map, Value, json};
 
+use saltq_semantics::python::{self, truthy};
+
 use crate::error::ExecError;
-use crate::pyish::{py_str, truthy};
+
 use crate::spec::{Call, Function, Lit, Param};
 
 /// The `event` module's functions.
@@ -54,7 +56,7 @@ CLI Example:
 async fn fire_master(call: Call) -> Result<Value, ExecError> {
     Ok(fire(
         &call,
-        &py_str(call.arg("tag")),
+        &python::str(call.arg("tag")),
         call.arg("data").clone(),
     ))
 }
@@ -63,7 +65,7 @@ async fn fire_master(call: Call) -> Result<Value, ExecError> {
 fn subset(keys: &Value, all: &Value) -> Value {
     let wanted: Vec<String> = keys
         .as_array()
-        .map(|k| k.iter().map(py_str).collect())
+        .map(|k| k.iter().map(python::str).collect())
         .unwrap_or_default();
     Value::Object(
         all.as_object()
@@ -124,7 +126,11 @@ async fn send(call: Call) -> Result<Value, ExecError> {
     if let Value::Object(given) = call.arg("data") {
         data.extend(given.clone());
     }
-    Ok(fire(&call, &py_str(call.arg("tag")), Value::Object(data)))
+    Ok(fire(
+        &call,
+        &python::str(call.arg("tag")),
+        Value::Object(data),
+    ))
 }
 
 #[cfg(test)]

@@ -12,8 +12,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use nix::unistd::{Gid, Group, Uid, User};
 use serde_json::{Value, json};
 
+use saltq_semantics::python::{self, truthy};
+
 use crate::error::ExecError;
-use crate::pyish::{py_repr_str, py_str, truthy};
+
 use crate::spec::{Call, Function, Lit, Param};
 
 mod find;
@@ -194,7 +196,7 @@ pub(crate) fn expand_user(path: &str) -> PathBuf {
 
 /// A path argument, `~` expanded.
 pub(super) fn path_arg(call: &Call, name: &str) -> PathBuf {
-    expand_user(&py_str(call.arg(name)))
+    expand_user(&python::str(call.arg(name)))
 }
 
 /// An `OSError` as Python reports it: `FileNotFoundError: [Errno 2] No such file or
@@ -214,7 +216,7 @@ pub(crate) fn os_error(e: &io::Error, path: &Path) -> ExecError {
             "[Errno {}] {}: {}",
             e.raw_os_error().unwrap_or(0),
             strerror(e),
-            py_repr_str(&path.display().to_string())
+            python::str_repr(&path.display().to_string())
         ),
     )
 }
@@ -259,7 +261,7 @@ pub(crate) fn gid_name(gid: u32) -> Value {
 
 /// A user given by name or number, as `user_to_uid`; `None` when there is no such user.
 pub(super) fn user_id(user: &Value) -> Option<u32> {
-    let text = py_str(user);
+    let text = python::str(user);
     User::from_name(&text)
         .ok()
         .flatten()
@@ -269,7 +271,7 @@ pub(super) fn user_id(user: &Value) -> Option<u32> {
 
 /// A group given by name or number, as `group_to_gid`.
 pub(super) fn group_id(group: &Value) -> Option<u32> {
-    let text = py_str(group);
+    let text = python::str(group);
     Group::from_name(&text)
         .ok()
         .flatten()
@@ -324,9 +326,9 @@ async fn read(call: Call) -> Result<Value, ExecError> {
 /// one value).
 fn lines_arg(call: &Call) -> Vec<String> {
     match call.kwargs().get("args") {
-        Some(Value::Array(items)) => items.iter().map(py_str).collect(),
-        Some(one) => vec![py_str(one)],
-        None => call.varargs().iter().map(py_str).collect(),
+        Some(Value::Array(items)) => items.iter().map(python::str).collect(),
+        Some(one) => vec![python::str(one)],
+        None => call.varargs().iter().map(python::str).collect(),
     }
 }
 
@@ -430,7 +432,7 @@ async fn touch(call: Call) -> Result<Value, ExecError> {
             None => Ok(SystemTime::now()),
             Some(v) => v
                 .as_f64()
-                .or_else(|| py_str(v).parse().ok())
+                .or_else(|| python::str(v).parse().ok())
                 .filter(|s: &f64| s.is_finite() && *s >= 0.0)
                 .map(|s| UNIX_EPOCH + Duration::from_secs_f64(s))
                 .ok_or_else(|| ExecError::invocation("atime and mtime must be integers")),
@@ -456,16 +458,15 @@ fn apply_perms(
     group: Option<&Value>,
     mode: Option<&str>,
 ) -> Result<(), ExecError> {
-    let uid =
-        match user {
-            Some(u) => Some(user_id(u).ok_or_else(|| {
-                ExecError::execution(format!("User {} is not available", py_str(u)))
-            })?),
-            None => None,
-        };
+    let uid = match user {
+        Some(u) => Some(user_id(u).ok_or_else(|| {
+            ExecError::execution(format!("User {} is not available", python::str(u)))
+        })?),
+        None => None,
+    };
     let gid = match group {
         Some(g) => Some(group_id(g).ok_or_else(|| {
-            ExecError::execution(format!("Group {} is not available", py_str(g)))
+            ExecError::execution(format!("Group {} is not available", python::str(g)))
         })?),
         None => None,
     };
@@ -505,7 +506,7 @@ fn owner_args(call: &Call) -> (Option<&Value>, Option<&Value>, Option<String>) {
     (
         call.opt_arg("user"),
         call.opt_arg("group"),
-        call.opt_arg("mode").map(py_str),
+        call.opt_arg("mode").map(python::str),
     )
 }
 
@@ -541,7 +542,7 @@ CLI Example:
 ";
 
 async fn makedirs(call: Call) -> Result<Value, ExecError> {
-    let path = py_str(call.arg("path"));
+    let path = python::str(call.arg("path"));
     let expanded = expand_user(&path).display().to_string();
     // os.path.dirname keeps everything before the last slash.
     let dirname = expanded.rsplit_once('/').map_or("", |(d, _)| d);
@@ -744,7 +745,7 @@ CLI Example:
 
 async fn contains(call: Call) -> Result<Value, ExecError> {
     let path = path_arg(&call, "path");
-    let text = py_str(call.arg("text"));
+    let text = python::str(call.arg("text"));
     let needle = text.trim().as_bytes();
     let Ok(data) = fs::read(&path) else {
         return Ok(Value::Bool(false));

@@ -6,9 +6,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use saltq_semantics::python::{self, is_true, truthy};
+
 use crate::error::ExecError;
-use crate::pyish::{is_true, py_repr, py_str, traverse, truthy};
 use crate::spec::{Call, Function, Lit, Param};
+use saltq_semantics::target::traverse;
 
 /// The `grains` module's functions.
 pub(crate) const FUNCTIONS: &[Function] = &[
@@ -62,7 +64,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
 fn sanitize(key: &str, value: &Value) -> Option<Value> {
     let masked = match key {
         "serialnumber" => {
-            let s = py_str(value);
+            let s = python::str(value);
             let keep = (s.chars().count() as f64 * 0.75).floor() as usize;
             let masked: String = s
                 .chars()
@@ -110,8 +112,8 @@ CLI Example:
 ";
 
 async fn get(call: Call) -> Result<Value, ExecError> {
-    let key = py_str(call.arg("key"));
-    let delimiter = py_str(call.arg("delimiter"));
+    let key = python::str(call.arg("key"));
+    let delimiter = python::str(call.arg("delimiter"));
     let grains = call.ctx.grains();
     Ok(traverse(&grains, &key, &delimiter)
         .cloned()
@@ -140,11 +142,11 @@ async fn item(call: Call) -> Result<Value, ExecError> {
     let delimiter = call
         .kwargs()
         .get("delimiter")
-        .map(py_str)
+        .map(python::str)
         .unwrap_or_else(|| ":".to_owned());
     let grains = call.ctx.grains();
     let mut out = Map::new();
-    for key in call.varargs().iter().map(py_str) {
+    for key in call.varargs().iter().map(python::str) {
         let value = traverse(&grains, &key, &delimiter)
             .cloned()
             .unwrap_or_else(|| default.clone());
@@ -209,7 +211,7 @@ CLI Example:
 ";
 
 async fn has_value(call: Call) -> Result<Value, ExecError> {
-    let key = py_str(call.arg("key"));
+    let key = python::str(call.arg("key"));
     Ok(Value::Bool(
         traverse(&call.ctx.grains(), &key, ":").is_some(),
     ))
@@ -338,7 +340,7 @@ CLI Example:
 
 async fn setval(call: Call) -> Result<Value, ExecError> {
     let mut new = Map::new();
-    new.insert(py_str(call.arg("key")), call.arg("val").clone());
+    new.insert(python::str(call.arg("key")), call.arg("val").clone());
     setvals(
         &call,
         new,
@@ -362,8 +364,8 @@ CLI Example:
 ";
 
 async fn append(call: Call) -> Result<Value, ExecError> {
-    let mut key = py_str(call.arg("key"));
-    let delimiter = py_str(call.arg("delimiter"));
+    let mut key = python::str(call.arg("key"));
+    let delimiter = python::str(call.arg("delimiter"));
     let val = call.arg("val").clone();
     let grains = call.ctx.grains();
     let mut current = traverse(&grains, &key, &delimiter)
@@ -382,7 +384,7 @@ async fn append(call: Call) -> Result<Value, ExecError> {
     if list.contains(&val) {
         return Ok(Value::String(format!(
             "The val {} was already in the list {key}",
-            py_str(&val)
+            python::str(&val)
         )));
     }
     match val {
@@ -422,7 +424,7 @@ CLI Example:
 async fn delval(call: Call) -> Result<Value, ExecError> {
     set_none(
         &call,
-        &py_str(call.arg("key")),
+        &python::str(call.arg("key")),
         truthy(call.arg("force")),
         truthy(call.arg("destructive")),
     )
@@ -465,7 +467,7 @@ fn set_none(call: &Call, key: &str, force: bool, destructive: bool) -> Result<Va
             Value::Object(m) => {
                 m.insert(rest.to_owned(), value);
             }
-            other if force || py_str(other) == rest => {
+            other if force || python::str(other) == rest => {
                 let mut m = Map::new();
                 m.insert(rest.to_owned(), value);
                 *other = Value::Object(m);
@@ -474,7 +476,7 @@ fn set_none(call: &Call, key: &str, force: bool, destructive: bool) -> Result<Va
                 return Ok(answer(
                     format!(
                         "The key '{parent}' value is '{}', which is different from the provided key '{rest}'. Use 'force=True' to overwrite.",
-                        py_repr(other).trim_matches('\'')
+                        python::repr(other).trim_matches('\'')
                     ),
                     serde_json::json!({}),
                     false,

@@ -3,10 +3,12 @@
 
 use serde_json::{Value, json};
 
+use saltq_semantics::python::{self, truthy};
+
 use crate::error::ExecError;
 use crate::modules::run_cmd;
 use crate::modules::user::etc_file;
-use crate::pyish::{py_str, truthy};
+
 use crate::spec::{Call, Function, Lit, Param};
 
 const ROOT: Param = Param::opt("root", Lit::None);
@@ -68,7 +70,7 @@ CLI Example:
 ";
 
 async fn info(call: Call) -> Result<Value, ExecError> {
-    let name = py_str(call.arg("name"));
+    let name = python::str(call.arg("name"));
     Ok(group_db(&call)
         .into_iter()
         .find(|g| g["name"] == json!(name))
@@ -101,7 +103,7 @@ async fn add(call: Call) -> Result<Value, ExecError> {
     let local = truthy(call.arg("local"));
     let mut argv: Vec<String> = vec![if local { "lgroupadd" } else { "groupadd" }.into()];
     if let Some(gid) = call.opt_arg("gid").filter(|v| truthy(v)) {
-        argv.extend(["-g".into(), py_str(gid)]);
+        argv.extend(["-g".into(), python::str(gid)]);
         if truthy(call.arg("non_unique")) && !local {
             argv.push("-o".into());
         }
@@ -109,10 +111,10 @@ async fn add(call: Call) -> Result<Value, ExecError> {
     if truthy(call.arg("system")) {
         argv.push("-r".into());
     }
-    if let Some(root) = call.opt_arg("root").map(py_str).filter(|_| !local) {
+    if let Some(root) = call.opt_arg("root").map(python::str).filter(|_| !local) {
         argv.extend(["-R".into(), root]);
     }
-    argv.push(py_str(call.arg("name")));
+    argv.push(python::str(call.arg("name")));
     let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
     Ok(Value::Bool(run_cmd(&call, &refs).await?.code == 0))
 }
@@ -129,10 +131,10 @@ CLI Example:
 async fn delete(call: Call) -> Result<Value, ExecError> {
     let local = truthy(call.arg("local"));
     let mut argv: Vec<String> = vec![if local { "lgroupdel" } else { "groupdel" }.into()];
-    if let Some(root) = call.opt_arg("root").map(py_str).filter(|_| !local) {
+    if let Some(root) = call.opt_arg("root").map(python::str).filter(|_| !local) {
         argv.extend(["-R".into(), root]);
     }
-    argv.push(py_str(call.arg("name")));
+    argv.push(python::str(call.arg("name")));
     let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
     Ok(Value::Bool(run_cmd(&call, &refs).await?.code == 0))
 }

@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use saltq_semantics::python::{self, truthy};
+
 use crate::error::ExecError;
 use crate::grains::net::{Interface, Route, interfaces, read_routes};
 use crate::modules::run_cmd;
-use crate::pyish::{py_str, truthy};
+
 use crate::spec::{Call, Function, Lit, Param};
 
 /// The `network` module's functions.
@@ -177,7 +179,7 @@ pub(crate) fn in_subnet(cidr: &str, ip: &IpAddr) -> bool {
 /// The addresses of one family on up interfaces (or the one named), sorted and unique,
 /// loopback left out unless asked for.
 fn addrs(call: &Call, v6: bool) -> Vec<IpAddr> {
-    let only = call.opt_arg("interface").map(py_str);
+    let only = call.opt_arg("interface").map(python::str);
     let loopback = truthy(call.arg("include_loopback"));
     let mut out: Vec<IpAddr> = interfaces()
         .iter()
@@ -191,7 +193,7 @@ fn addrs(call: &Call, v6: bool) -> Vec<IpAddr> {
         .collect();
     out.sort();
     out.dedup();
-    if let Some(cidr) = call.opt_arg("cidr").map(py_str) {
+    if let Some(cidr) = call.opt_arg("cidr").map(python::str) {
         out.retain(|a| in_subnet(&cidr, a));
     }
     out
@@ -216,7 +218,7 @@ CLI Example:
 
 async fn ip_addrs(call: Call) -> Result<Value, ExecError> {
     let mut found = addrs(&call, false);
-    match call.opt_arg("type").map(py_str).as_deref() {
+    match call.opt_arg("type").map(python::str).as_deref() {
         Some("public") if call.opt_arg("cidr").is_none() => found.retain(|a| !is_private(a)),
         Some("private") if call.opt_arg("cidr").is_none() => found.retain(is_private),
         _ => {}
@@ -248,7 +250,7 @@ CLI Example:
 ";
 
 async fn hw_addr(call: Call) -> Result<Value, ExecError> {
-    let name = py_str(call.arg("iface"));
+    let name = python::str(call.arg("iface"));
     let all = interfaces();
     match all.iter().find(|i| i.name == name) {
         Some(i) => Ok(json!(i.hwaddr.clone().unwrap_or_default())),
@@ -308,7 +310,7 @@ pub(crate) fn route_dict(r: &Route) -> Value {
 }
 
 async fn default_route(call: Call) -> Result<Value, ExecError> {
-    let family = call.opt_arg("family").map(py_str);
+    let family = call.opt_arg("family").map(python::str);
     if let Some(f) = family.as_deref().filter(|f| *f != "inet" && *f != "inet6") {
         return Err(ExecError::execution(format!("Invalid address family {f}")));
     }
@@ -407,12 +409,15 @@ CLI Example:
 
 async fn ping(call: Call) -> Result<Value, ExecError> {
     // Salt's sanitize_host, allowing `:` for IPv6 addresses (no shell is involved).
-    let host: String = py_str(call.arg("host"))
+    let host: String = python::str(call.arg("host"))
         .chars()
         .take(255)
         .filter(|c| c.is_ascii_alphanumeric() || ".-_:".contains(*c))
         .collect();
-    let timeout = call.opt_arg("timeout").filter(|v| truthy(v)).map(py_str);
+    let timeout = call
+        .opt_arg("timeout")
+        .filter(|v| truthy(v))
+        .map(python::str);
     let mut argv = vec!["ping"];
     if let Some(t) = &timeout {
         argv.extend(["-W", t.as_str()]);
@@ -441,21 +446,21 @@ CLI Example:
 
 async fn connect(call: Call) -> Result<Value, ExecError> {
     let answer = |ok: bool, comment: String| json!({"result": ok, "comment": comment});
-    let host = call.opt_arg("host").map(py_str).unwrap_or_default();
+    let host = call.opt_arg("host").map(python::str).unwrap_or_default();
     if host.is_empty() {
         return Ok(answer(false, "Required argument, host, is missing.".into()));
     }
-    let Some(port) = call.opt_arg("port").filter(|v| truthy(v)).map(py_str) else {
+    let Some(port) = call.opt_arg("port").filter(|v| truthy(v)).map(python::str) else {
         return Ok(answer(false, "Required argument, port, is missing.".into()));
     };
     let kw = call.kwargs();
-    let udp = kw.get("proto").map(py_str).as_deref() == Some("udp");
+    let udp = kw.get("proto").map(python::str).as_deref() == Some("udp");
     let proto = if udp { "udp" } else { "tcp" };
     let secs = kw
         .get("timeout")
-        .and_then(|v| v.as_f64().or_else(|| py_str(v).parse().ok()));
+        .and_then(|v| v.as_f64().or_else(|| python::str(v).parse().ok()));
     let limit = Duration::from_secs_f64(secs.filter(|s| *s > 0.0).unwrap_or(5.0));
-    let family = kw.get("family").map(py_str);
+    let family = kw.get("family").map(python::str);
     let resolved: Vec<SocketAddr> = match tokio::net::lookup_host(format!("{host}:{port}")).await {
         Ok(addrs) => addrs
             .filter(|a| match family.as_deref() {

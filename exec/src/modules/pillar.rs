@@ -6,9 +6,11 @@
 
 use serde_json::{Map, Value};
 
+use saltq_semantics::python::{self, truthy};
+
 use crate::error::ExecError;
-use crate::pyish::{py_repr_str, py_str, traverse, truthy};
 use crate::spec::{Call, Function, Lit, Param};
+use saltq_semantics::target::traverse;
 
 /// The `pillar` module's functions.
 pub(crate) const FUNCTIONS: &[Function] = &[
@@ -67,8 +69,8 @@ CLI Example:
 ";
 
 async fn get(call: Call) -> Result<Value, ExecError> {
-    let key = py_str(call.arg("key"));
-    let delimiter = py_str(call.arg("delimiter"));
+    let key = python::str(call.arg("key"));
+    let delimiter = python::str(call.arg("delimiter"));
     let pillar = call.ctx.pillar();
     let found = traverse(&pillar, &key, &delimiter).cloned();
     let default = call.arg("default");
@@ -100,7 +102,7 @@ async fn get(call: Call) -> Result<Value, ExecError> {
         None if not_set && call.ctx.opt("pillar_raise_on_missing").is_some_and(truthy) => {
             Err(ExecError::exception(
                 "KeyError",
-                py_repr_str(&format!("Pillar key not found: {key}")),
+                python::str_repr(&format!("Pillar key not found: {key}")),
             ))
         }
         None if not_set => Ok(Value::from("")),
@@ -149,14 +151,14 @@ async fn item(call: Call) -> Result<Value, ExecError> {
         .unwrap_or_else(|| Value::from(""));
     let delimiter = call
         .opt_arg("delimiter")
-        .map_or_else(|| ":".to_owned(), py_str);
+        .map_or_else(|| ":".to_owned(), python::str);
     Ok(select(&call, &default, &delimiter))
 }
 
 fn select(call: &Call, default: &Value, delimiter: &str) -> Value {
     let pillar = call.ctx.pillar();
     let mut out = Map::new();
-    for key in call.varargs().iter().map(py_str) {
+    for key in call.varargs().iter().map(python::str) {
         let value = traverse(&pillar, &key, delimiter)
             .cloned()
             .unwrap_or_else(|| default.clone());
@@ -206,12 +208,12 @@ CLI Example:
 ";
 
 async fn keys(call: Call) -> Result<Value, ExecError> {
-    let key = py_str(call.arg("key"));
+    let key = python::str(call.arg("key"));
     let pillar = call.ctx.pillar();
-    match traverse(&pillar, &key, &py_str(call.arg("delimiter"))) {
+    match traverse(&pillar, &key, &python::str(call.arg("delimiter"))) {
         None => Err(ExecError::exception(
             "KeyError",
-            py_repr_str(&format!("Pillar key not found: {key}")),
+            python::str_repr(&format!("Pillar key not found: {key}")),
         )),
         Some(Value::Object(m)) => Ok(m.keys().cloned().map(Value::String).collect()),
         Some(_) => Err(ExecError::exception(
@@ -236,7 +238,7 @@ async fn raw(call: Call) -> Result<Value, ExecError> {
     let pillar = call.ctx.pillar();
     Ok(match call.opt_arg("key").filter(|k| truthy(k)) {
         Some(key) => pillar
-            .get(py_str(key))
+            .get(python::str(key))
             .cloned()
             .unwrap_or_else(|| Value::Object(Map::new())),
         None => pillar,

@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use saltq_semantics::python::{self, is_true, truthy};
+
 use crate::error::ExecError;
-use crate::pyish::{is_true, py_str, truthy};
+
 use crate::spec::{Call, Function, Lit, Param};
 
 mod apt;
@@ -130,25 +132,25 @@ pub(crate) fn targets(call: &Call) -> Vec<(String, Option<String>)> {
         .kwargs()
         .get("version")
         .filter(|v| truthy(v))
-        .map(py_str);
+        .map(python::str);
     match call.opt_arg("pkgs") {
         Some(Value::Array(items)) => items
             .iter()
             .flat_map(|item| match item {
                 Value::Object(m) => m
                     .iter()
-                    .map(|(k, v)| (k.clone(), Some(v).filter(|v| truthy(v)).map(py_str)))
+                    .map(|(k, v)| (k.clone(), Some(v).filter(|v| truthy(v)).map(python::str)))
                     .collect::<Vec<_>>(),
-                other => vec![(py_str(other), None)],
+                other => vec![(python::str(other), None)],
             })
             .collect(),
-        Some(other) => py_str(other)
+        Some(other) => python::str(other)
             .split(',')
             .map(|n| (n.trim().to_owned(), None))
             .collect(),
         None => call
             .opt_arg("name")
-            .map(py_str)
+            .map(python::str)
             .into_iter()
             .flat_map(|n| {
                 let names: Vec<String> = n.split(',').map(|s| s.trim().to_owned()).collect();
@@ -164,7 +166,7 @@ pub(crate) fn targets(call: &Call) -> Vec<(String, Option<String>)> {
 
 /// The `*names` of `version` and `latest_version`.
 fn names(call: &Call) -> Vec<String> {
-    call.varargs().iter().map(py_str).collect()
+    call.varargs().iter().map(python::str).collect()
 }
 
 /// One name gives its value; several a dict, as Salt's `version`.

@@ -5,9 +5,11 @@
 use nix::sys::signal::Signal;
 use serde_json::Value;
 
+use saltq_semantics::python::{self, fnmatch, truthy};
+
 use crate::error::ExecError;
 use crate::extmods;
-use crate::pyish::{fnmatch, py_int, py_str, truthy};
+use crate::pyish::py_int;
 use crate::spec::{Call, Function, Lit, Param};
 
 /// The `saltutil` module's functions.
@@ -62,7 +64,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
 
 /// A jid as a string: the CLI's YAML typing may have made a number of it.
 fn jid(call: &Call) -> String {
-    py_str(call.arg("jid"))
+    python::str(call.arg("jid"))
 }
 
 const RUNNING_DOC: &str = "Return the data of every job running on the minion
@@ -89,7 +91,7 @@ CLI Example:
 ";
 
 async fn is_running(call: Call) -> Result<Value, ExecError> {
-    let pattern = py_str(call.arg("fun"));
+    let pattern = python::str(call.arg("fun"));
     Ok(call
         .ctx
         .jobs
@@ -191,7 +193,7 @@ async fn refresh_grains(call: Call) -> Result<Value, ExecError> {
             k if k.starts_with("__") => {}
             "refresh_pillar" => refresh_pillar = truthy(value),
             "clean_pillar_cache" => {}
-            other => invalid.push(format!("{other}={}", py_str(value))),
+            other => invalid.push(format!("{other}={}", python::str(value))),
         }
     }
     if !invalid.is_empty() {
@@ -266,7 +268,7 @@ const SYNC_KINDS: &[&str] = &[
 fn extmod_list(call: &Call, key: &str, kind: &str) -> Option<Vec<String>> {
     let list = call.opt_arg(key).or_else(|| call.ctx.opt(key))?;
     match list.get(kind) {
-        Some(Value::Array(items)) => Some(items.iter().map(py_str).collect()),
+        Some(Value::Array(items)) => Some(items.iter().map(python::str).collect()),
         Some(Value::String(s)) => Some(s.split(',').map(|s| s.trim().to_owned()).collect()),
         _ => None,
     }

@@ -7,10 +7,12 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
+use saltq_semantics::python::{self, fnmatch, truthy};
+
 use crate::error::ExecError;
 use crate::modules::run_cmd;
 use crate::process::Output;
-use crate::pyish::{fnmatch, py_str, truthy};
+
 use crate::spec::{Call, Function, Lit, Param};
 
 const NO_BLOCK_FALSE: Param = Param::opt("no_block", Lit::Bool(false));
@@ -224,7 +226,7 @@ async fn unmask(call: &Call, name: &str) -> Result<(), ExecError> {
 }
 
 fn name(call: &Call) -> String {
-    py_str(call.arg("name"))
+    python::str(call.arg("name"))
 }
 
 const AVAILABLE_DOC: &str = "Return ``True`` if the named service is known to systemd
@@ -510,7 +512,7 @@ CLI Example:
 
 async fn get_all(call: Call) -> Result<Value, ExecError> {
     require_systemd()?;
-    let root = call.opt_arg("root").map(py_str);
+    let root = call.opt_arg("root").map(python::str);
     let prefixed = |p: &str| match &root {
         Some(r) => Path::new(r).join(p.trim_start_matches('/')),
         None => Path::new(p).to_path_buf(),

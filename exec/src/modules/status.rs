@@ -4,9 +4,11 @@
 
 use serde_json::{Map, Value, json};
 
+use saltq_semantics::python;
+
 use crate::error::ExecError;
 use crate::modules::run_cmd;
-use crate::pyish::{py_str, utc_isoformat};
+use crate::pyish::utc_isoformat;
 use crate::spec::{Call, Function, Param};
 
 /// The `status` module's functions.
@@ -311,7 +313,7 @@ CLI Example:
 ";
 
 async fn diskusage(call: Call) -> Result<Value, ExecError> {
-    let args: Vec<String> = call.varargs().iter().map(py_str).collect();
+    let args: Vec<String> = call.varargs().iter().map(python::str).collect();
     let mut selected: Vec<String> = args
         .iter()
         .filter(|a| a.starts_with('/'))
@@ -329,7 +331,9 @@ async fn diskusage(call: Call) -> Result<Value, ExecError> {
         for line in read("/proc/mounts").lines() {
             let c: Vec<&str> = line.split_whitespace().collect();
             if let [_, mnt, fstype, ..] = c.as_slice()
-                && fstypes.iter().any(|t| crate::pyish::fnmatch(fstype, t))
+                && fstypes
+                    .iter()
+                    .any(|t| saltq_semantics::python::fnmatch(fstype, t))
                 && !selected.iter().any(|s| s == mnt)
             {
                 selected.push((*mnt).to_owned());
@@ -404,7 +408,7 @@ CLI Example:
 ";
 
 async fn pid(call: Call) -> Result<Value, ExecError> {
-    let sig = py_str(call.arg("sig"));
+    let sig = python::str(call.arg("sig"));
     let re =
         regex::Regex::new(&sig).map_err(|e| ExecError::exception("re.error", e.to_string()))?;
     let me = std::process::id().to_string();

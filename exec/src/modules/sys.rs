@@ -5,9 +5,11 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
+use saltq_semantics::python::{self, fnmatch};
+
 use crate::error::ExecError;
 use crate::extmods;
-use crate::pyish::{fnmatch, py_str, strip_rst};
+use crate::pyish::strip_rst;
 use crate::registry::{functions, lookup};
 use crate::spec::{Call, Function, Lit, Param};
 
@@ -30,7 +32,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
 
 /// The string form of each `*args` value (YAML may have made a number of a name).
 fn names(call: &Call) -> Vec<String> {
-    call.varargs().iter().map(py_str).collect()
+    call.varargs().iter().map(python::str).collect()
 }
 
 const DOC_DOC: &str = "Return the docs of all functions, or of the modules and functions named.
@@ -184,7 +186,7 @@ CLI Example:
 ";
 
 async fn argspec(call: Call) -> Result<Value, ExecError> {
-    let module = py_str(call.arg("module"));
+    let module = python::str(call.arg("module"));
     let selected = |name: &str| {
         if module.contains('*') || module.contains('.') {
             fnmatch(name, &module)

@@ -3,9 +3,11 @@
 
 use serde_json::{Map, Value, json};
 
+use saltq_semantics::python::{self, truthy};
+
 use crate::error::ExecError;
 use crate::modules::run_cmd;
-use crate::pyish::{py_str, truthy};
+
 use crate::spec::{Call, Function, Lit, Param};
 
 /// The `sysctl` module's functions.
@@ -52,7 +54,7 @@ CLI Example:
 
 async fn show(call: Call) -> Result<Value, ExecError> {
     if let Some(file) = call.opt_arg("config_file").filter(|v| truthy(v)) {
-        let path = py_str(file);
+        let path = python::str(file);
         return Ok(match std::fs::read_to_string(&path) {
             Ok(text) => Value::Object(parse_conf(&text)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!([]),
@@ -74,7 +76,7 @@ CLI Example:
 ";
 
 async fn get(call: Call) -> Result<Value, ExecError> {
-    let out = run_cmd(&call, &["sysctl", "-n", &py_str(call.arg("name"))]).await?;
+    let out = run_cmd(&call, &["sysctl", "-n", &python::str(call.arg("name"))]).await?;
     call.set_retcode(out.code);
     // cmd.run's output: stdout and stderr together, trailing whitespace stripped.
     Ok(json!(format!("{}{}", out.stdout, out.stderr).trim_end()))
@@ -91,8 +93,8 @@ CLI Example:
 ";
 
 async fn assign(call: Call) -> Result<Value, ExecError> {
-    let name = py_str(call.arg("name"));
-    let value = py_str(call.arg("value"));
+    let name = python::str(call.arg("name"));
+    let value = python::str(call.arg("value"));
     let proc_path: String = name
         .chars()
         .map(|c| match c {

@@ -5,9 +5,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use saltq_semantics::python;
+
 use crate::error::ExecError;
 use crate::hashing::hex_digest;
-use crate::pyish::{py_int, py_str};
+use crate::pyish::py_int;
 use crate::spec::{Call, Function, Lit, Param};
 
 /// The `test` module's functions.
@@ -301,9 +303,9 @@ async fn random_hash(call: Call) -> Result<Value, ExecError> {
     }
     let form = call
         .opt_arg("hash_type")
-        .filter(|v| crate::pyish::truthy(v))
+        .filter(|v| saltq_semantics::python::truthy(v))
         .or_else(|| call.ctx.opt("hash_type"))
-        .map_or_else(|| "sha256".to_owned(), py_str);
+        .map_or_else(|| "sha256".to_owned(), python::str);
     let number = rand::random_range(1..=size);
     Ok(Value::String(hex_digest(
         &form,
@@ -375,7 +377,7 @@ CLI Example:
 async fn exception(call: Call) -> Result<Value, ExecError> {
     Err(ExecError::exception(
         "Exception",
-        py_str(call.arg("message")),
+        python::str(call.arg("message")),
     ))
 }
 

@@ -5,9 +5,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use saltq_semantics::python::{self, truthy};
+
 use crate::error::ExecError;
 use crate::modules::run_cmd;
-use crate::pyish::{py_str, truthy};
+
 use crate::spec::{Call, Function, Lit, Param};
 
 const ROOT: Param = Param::opt("root", Lit::None);
@@ -93,7 +95,7 @@ pub(crate) fn parse_passwd(text: &str) -> Vec<Passwd> {
 
 /// `<root>/etc/<file>`, or `/etc/<file>`.
 pub(crate) fn etc_file(call: &Call, file: &str) -> PathBuf {
-    match call.opt_arg("root").map(py_str) {
+    match call.opt_arg("root").map(python::str) {
         Some(root) => Path::new(&root).join("etc").join(file),
         None => Path::new("/etc").join(file),
     }
@@ -147,7 +149,7 @@ CLI Example:
 ";
 
 async fn info(call: Call) -> Result<Value, ExecError> {
-    let name = py_str(call.arg("name"));
+    let name = python::str(call.arg("name"));
     Ok(passwd_db(&call)
         .iter()
         .find(|u| u.name == name)
@@ -193,7 +195,7 @@ fn useradd_argv(call: &Call, name: &str) -> Vec<String> {
     let arg = |n: &str| {
         call.opt_arg(n)
             .filter(|v| v.as_str() != Some(""))
-            .map(py_str)
+            .map(python::str)
     };
     if let Some(shell) = arg("shell") {
         cmd.extend(["-s".into(), shell]);
@@ -248,15 +250,15 @@ CLI Example:
 ";
 
 async fn add(call: Call) -> Result<Value, ExecError> {
-    let name = py_str(call.arg("name"));
+    let name = python::str(call.arg("name"));
     let argv = useradd_argv(&call, &name);
     let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
     if run_cmd(&call, &refs).await?.code != 0 {
         return Ok(Value::Bool(false));
     }
     let groups: Vec<String> = match call.opt_arg("groups") {
-        Some(Value::Array(items)) => items.iter().map(py_str).collect(),
-        Some(v) => py_str(v)
+        Some(Value::Array(items)) => items.iter().map(python::str).collect(),
+        Some(v) => python::str(v)
             .split(',')
             .map(|s| s.trim().to_owned())
             .filter(|s| !s.is_empty())
@@ -269,7 +271,7 @@ async fn add(call: Call) -> Result<Value, ExecError> {
     }
     let gecos: Vec<String> = ["fullname", "roomnumber", "workphone", "homephone", "other"]
         .iter()
-        .map(|f| py_str(call.arg(f)))
+        .map(|f| python::str(call.arg(f)))
         .collect();
     if gecos.iter().any(|g| !g.is_empty()) {
         let text = gecos.join(",");
@@ -290,7 +292,7 @@ CLI Example:
 
 async fn delete(call: Call) -> Result<Value, ExecError> {
     let local = truthy(call.arg("local"));
-    let name = py_str(call.arg("name"));
+    let name = python::str(call.arg("name"));
     let mut argv: Vec<String> = vec![if local { "luserdel" } else { "userdel" }.into()];
     if truthy(call.arg("remove")) {
         argv.push("-r".into());
@@ -299,7 +301,7 @@ async fn delete(call: Call) -> Result<Value, ExecError> {
         argv.push("-f".into());
     }
     argv.push(name);
-    if let Some(root) = call.opt_arg("root").map(py_str).filter(|_| !local) {
+    if let Some(root) = call.opt_arg("root").map(python::str).filter(|_| !local) {
         argv.extend(["-R".into(), root]);
     }
     let refs: Vec<&str> = argv.iter().map(String::as_str).collect();

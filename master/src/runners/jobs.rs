@@ -2,6 +2,7 @@
 
 use saltq_jobcache::{JobFilter, JobRecord};
 use saltq_semantics::jid::Jid;
+use saltq_semantics::python::truthy;
 use serde_json::{Map, Value, json};
 
 use super::{Args, Runner, RunnerCtx, Spec};
@@ -232,17 +233,6 @@ async fn exit_success(ctx: RunnerCtx, a: Args) -> Result<Value, String> {
         }
     }
     Ok(Value::Object(ret))
-}
-
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64() != Some(0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
 }
 
 async fn last_run(ctx: RunnerCtx, a: Args) -> Result<Value, String> {

@@ -13,7 +13,7 @@ mod lane;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use saltq_semantics::target::Glob;
+use saltq_semantics::python::Glob;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;

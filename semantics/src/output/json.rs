@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::python::number_repr;
+use crate::python::number_repr;
 
 /// The largest `--out-indent` honoured; larger values are treated as this one
 /// (Python would try to build lines of that many spaces).

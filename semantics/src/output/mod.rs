@@ -5,8 +5,6 @@
 
 mod json;
 mod nested;
-mod printable;
-mod python;
 mod text;
 mod yaml;
 
@@ -14,8 +12,6 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde_json::Value;
-
-pub use python::python_repr;
 
 /// One of Salt's outputters, as named by `--out`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -137,7 +133,7 @@ pub fn render_with_retcode(
         Outputter::Raw => text::raw(data),
         Outputter::Quiet => String::new(),
     };
-    let text = python::rstrip(&text);
+    let text = crate::python::rstrip(&text);
     if text.is_empty() {
         String::new()
     } else {

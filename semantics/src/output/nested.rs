@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::python::{number_repr, splitlines};
+use crate::python::{number_repr, splitlines};
 
 /// The escape sequences of `salt.utils.color.get_colors` that `nested` uses.
 struct Palette {

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::python::{pformat, python_repr, python_str, splitlines};
+use crate::python::{self, pformat, splitlines};
 
 /// Renders `data` as `txt.output` does: for a dict, `key: line` for each line
 /// of a string value and `key: str(value)` for anything else; a string as
@@ -24,7 +24,7 @@ pub(super) fn txt(data: &Value) -> String {
                     other => {
                         out.push_str(key);
                         out.push_str(": ");
-                        out.push_str(&python_repr(other));
+                        out.push_str(&python::repr(other));
                         out.push('\n');
                     }
                 }
@@ -44,5 +44,5 @@ pub(super) fn txt(data: &Value) -> String {
 
 /// Renders `data` as `raw.output` does: `str(data)`.
 pub(super) fn raw(data: &Value) -> String {
-    python_str(data)
+    python::str(data)
 }

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use super::python::{float_repr, number_repr};
+use crate::python::{float_repr, number_repr};
 
 /// Renders `data` as `yaml_out.output` does: block style (indent 2, or the
 /// `--out-indent` when it is 2 to 9), or flow style when the indent is negative.

@@ -1,7 +1,7 @@
 //! Why a target cannot be compiled: every message names the bad word and where it is.
 
-use super::fnmatch::GlobError;
 use super::ipcidr::IpTargetError;
+use crate::python::GlobError;
 
 /// A target that saltq refuses before anything is published.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

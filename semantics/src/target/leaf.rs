@@ -8,10 +8,10 @@ use serde_json::Value;
 use super::MinionFacts;
 use super::error::TargetError;
 use super::expr::Tri;
-use super::fnmatch::Glob;
 use super::ipcidr::IpTarget;
 use super::pyregex::PyRegex;
 use super::subdict::{MAX_PARTS, MatchMode, Matcher, candidate_patterns};
+use crate::python::Glob;
 
 /// A compiled operand and the word it came from.
 #[derive(Debug, Clone)]

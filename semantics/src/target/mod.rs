@@ -5,12 +5,10 @@
 mod compound;
 mod error;
 mod expr;
-mod fnmatch;
 mod ipcidr;
 mod leaf;
 mod nodegroup;
 mod pyregex;
-mod pystr;
 mod subdict;
 
 use std::fmt;
@@ -24,10 +22,8 @@ use self::expr::{Expr, Tri};
 use self::leaf::{DataSource, Leaf};
 
 pub use self::error::{CompoundError, TargetError};
-pub use self::fnmatch::{Glob, GlobError, fnmatch};
 pub use self::ipcidr::{IpTarget, IpTargetError};
 pub use self::nodegroup::{NodegroupDef, Nodegroups, nodegroup_comp};
-pub use self::pystr::py_str;
 pub use self::subdict::{MAX_PARTS, MatchMode, subdict_match, traverse};
 
 /// Salt's `tgt_type`: how the target expression is read.

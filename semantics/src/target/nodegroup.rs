@@ -8,7 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use super::compound::{Ctx, is_operator, parse_compound};
 use super::error::TargetError;
 use super::expr::Expr;
-use super::pystr::float_str;
+use crate::python::float_repr;
 
 /// The master's `nodegroups:` map, name to definition.
 pub type Nodegroups = BTreeMap<String, NodegroupDef>;
@@ -59,7 +59,7 @@ fn scalar_words<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String
             Scalar::Bool(b) => if b { "True" } else { "False" }.to_owned(),
             Scalar::Int(i) => i.to_string(),
             Scalar::UInt(u) => u.to_string(),
-            Scalar::Float(f) => float_str(f),
+            Scalar::Float(f) => float_repr(f),
         })
         .collect())
 }

@@ -5,9 +5,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
-use super::fnmatch::fnmatch;
 use super::pyregex::PyRegex;
-use super::pystr::py_str;
+use crate::python::{self, fnmatch};
 
 /// The delimiter Salt hard-codes in the nested lookups of `_dict_match`.
 const DEFAULT_DELIMITER: &str = ":";
@@ -70,7 +69,7 @@ fn dict_step<'a>(map: &'a Map<String, Value>, each: &str) -> Option<&'a Value> {
     if let Some(v) = map.get(each) {
         return Some(v);
     }
-    match crate::args::yamlify(each) {
+    match python::yamlify(each) {
         Value::String(loaded) if loaded != each => map.get(&loaded),
         _ => None,
     }
@@ -174,11 +173,11 @@ impl Matcher<'_> {
 
     /// Salt's `_match`: `str(value).lower()` against `pattern.lower()`.
     fn value(&self, value: &Value, pattern: &str) -> bool {
-        let target = py_str(value).to_lowercase();
+        let target = python::str(value).to_lowercase();
         let pattern = pattern.to_lowercase();
         match self.mode {
             MatchMode::Exact => target == pattern,
-            MatchMode::Glob => fnmatch(&pattern, &target),
+            MatchMode::Glob => fnmatch(&target, &pattern),
             MatchMode::Regex => match self.regexes.and_then(|r| r.get(&pattern)) {
                 Some(Some(re)) => re.is_match(&target),
                 Some(None) => false,
@@ -281,5 +280,27 @@ mod tests {
         let (top, all) = candidate_patterns("*:x", ":");
         assert_eq!(top, vec!["*:x"]);
         assert!(all.contains("x"));
+    }
+
+    /// The minion's old `traverse` cases, and (last) where it disagreed with Salt 3007.8's
+    /// `traverse_dict_and_list`: it did not retry a missing key as YAML reads it, nor read
+    /// `1_0` as the index 10.
+    #[test]
+    fn traverse_minion_cases() {
+        let data =
+            json!({"roles": ["web", {"db": "pg"}], "pkg": {"apache": "httpd"}, "os": "Debian"});
+        let t = |k: &str, d: &str| traverse(&data, k, d).cloned();
+        assert_eq!(t("pkg:apache", ":"), Some(json!("httpd")));
+        assert_eq!(t("pkg|apache", "|"), Some(json!("httpd")));
+        assert_eq!(t("roles:0", ":"), Some(json!("web")));
+        assert_eq!(t("roles:-1", ":"), Some(json!({"db": "pg"})));
+        assert_eq!(t("roles:db", ":"), Some(json!("pg")));
+        assert_eq!(t("roles:5", ":"), None);
+        assert_eq!(t("os:x", ":"), None);
+        assert_eq!(t("nosuch", ":"), None);
+        assert_eq!(t("roles: 1 ", ":"), Some(json!({"db": "pg"})));
+        assert_eq!(t("'pkg':apache", ":"), Some(json!("httpd")));
+        let list = json!({"l": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]});
+        assert_eq!(traverse(&list, "l:1_0", ":"), Some(&json!(10)));
     }
 }

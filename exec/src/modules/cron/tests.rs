@@ -4,6 +4,8 @@
 
 use serde_json::{Map, Value, json};
 
+use saltq_semantics::python;
+
 use super::*;
 use crate::testutil::{check, run_kw};
 
@@ -193,9 +195,9 @@ fn specials_env_and_random_times() {
     );
     assert_eq!(r, "new");
     let entry = &tab["crons"][0];
-    let minute: u32 = py_str(&entry["minute"]).parse().unwrap_or(99);
-    let hour: u32 = py_str(&entry["hour"]).parse().unwrap_or(99);
-    let day: u32 = py_str(&entry["daymonth"]).parse().unwrap_or(99);
+    let minute: u32 = python::str(&entry["minute"]).parse().unwrap_or(99);
+    let hour: u32 = python::str(&entry["hour"]).parse().unwrap_or(99);
+    let day: u32 = python::str(&entry["daymonth"]).parse().unwrap_or(99);
     assert!(
         minute < 60 && (1..=3).contains(&hour) && (1..=28).contains(&day),
         "{entry}"

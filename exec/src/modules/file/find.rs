@@ -10,10 +10,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use regex::{Regex, RegexBuilder};
 use serde_json::{Value, json};
 
+use saltq_semantics::python::{self, fnmatch, truthy};
+
 use super::meta::hash_file;
 use super::{expand_user, gid_name, uid_name};
 use crate::error::ExecError;
-use crate::pyish::{fnmatch, py_str, truthy};
+
 use crate::spec::Call;
 
 pub(super) const DOC: &str = "Approximate the Unix ``find(1)`` command and return a sorted list of
@@ -220,16 +222,16 @@ impl Finder {
             let depth = || {
                 value
                     .as_u64()
-                    .or_else(|| py_str(value).parse().ok())
+                    .or_else(|| python::str(value).parse().ok())
                     .map(|d| d as usize)
-                    .ok_or_else(|| format!("invalid {key}: \"{}\"", py_str(value)))
+                    .ok_or_else(|| format!("invalid {key}: \"{}\"", python::str(value)))
             };
             match key.as_str() {
                 "mindepth" => f.mindepth = depth()?,
                 "maxdepth" => f.maxdepth = Some(depth()?),
                 _ if key.starts_with('_') => {}
                 _ if !truthy(value) => return Err(format!("missing value for \"{key}\" option")),
-                _ => f.option(key, &py_str(value))?,
+                _ => f.option(key, &python::str(value))?,
             }
         }
         if f.print.is_empty() && f.delete.is_none() {
@@ -444,14 +446,14 @@ fn glob(pattern: &Path) -> Vec<PathBuf> {
 }
 
 pub(super) async fn find(call: Call) -> Result<Value, ExecError> {
-    let path = expand_user(&py_str(call.arg("path")));
+    let path = expand_user(&python::str(call.arg("path")));
     let mut options: Vec<(String, Value)> = call
         .kwargs()
         .iter()
         .filter(|(k, _)| !k.starts_with("__"))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let words: Vec<String> = call.varargs().iter().map(py_str).collect();
+    let words: Vec<String> = call.varargs().iter().map(python::str).collect();
     if words.iter().any(|w| w == "delete") {
         options.push(("delete".into(), json!("f")));
     } else if words.iter().any(|w| w == "print") {

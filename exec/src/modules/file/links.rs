@@ -5,9 +5,11 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use saltq_semantics::python::{self, truthy};
+
 use super::{path_arg, strerror};
 use crate::error::ExecError;
-use crate::pyish::{py_str, truthy};
+
 use crate::spec::Call;
 
 pub(super) const IS_LINK_DOC: &str = "Return ``True`` if the path is a symbolic link
@@ -73,7 +75,7 @@ CLI Example:
 ";
 
 pub(super) async fn symlink(call: Call) -> Result<Value, ExecError> {
-    let src = py_str(call.arg("src"));
+    let src = python::str(call.arg("src"));
     let path = path_arg(&call, "path");
     let (force, atomic) = (truthy(call.arg("force")), truthy(call.arg("atomic")));
     if !path.is_absolute() {

@@ -6,10 +6,12 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
+use saltq_semantics::python::{self, truthy};
+
 use super::{gid_name, group_id, normalize_mode, os_error, path_arg, uid_name, user_id};
 use crate::error::ExecError;
 use crate::hashing::Hasher;
-use crate::pyish::{py_str, truthy};
+
 use crate::spec::Call;
 
 /// The letter-free file type Salt's `stats` reports.
@@ -93,7 +95,7 @@ pub(super) async fn stats(call: Call) -> Result<Value, ExecError> {
         json!(normalize_mode(&format!("{:o}", meta.mode() & 0o7777))),
     );
     if let Some(form) = call.opt_arg("hash_type").filter(|v| truthy(v)) {
-        m.insert("sum".into(), json!(hash_file(&path, &py_str(form))?));
+        m.insert("sum".into(), json!(hash_file(&path, &python::str(form))?));
     }
     m.insert("type".into(), json!(file_type(&meta)));
     let target = if follow {
@@ -137,7 +139,7 @@ CLI Example:
 
 pub(super) async fn set_mode(call: Call) -> Result<Value, ExecError> {
     let path = path_arg(&call, "path");
-    let raw = py_str(call.arg("mode"));
+    let raw = python::str(call.arg("mode"));
     let mode = raw.trim_start_matches(['0', 'O', 'o']);
     let mode = if mode.is_empty() { "0" } else { mode };
     if !path.exists() {
@@ -245,7 +247,7 @@ CLI Example:
 
 pub(super) async fn get_hash(call: Call) -> Result<Value, ExecError> {
     let path = path_arg(&call, "path");
-    Ok(json!(hash_file(&path, &py_str(call.arg("form")))?))
+    Ok(json!(hash_file(&path, &python::str(call.arg("form")))?))
 }
 
 pub(super) const CHECK_HASH_DOC: &str = "Return ``True`` if a file's digest is the one given, as

@@ -7,10 +7,12 @@ use std::path::{Path, PathBuf};
 use regex::bytes::{Regex, RegexBuilder};
 use serde_json::Value;
 
+use saltq_semantics::python::{self, truthy};
+
 use super::expand_user;
 use crate::difflib::{split_lines, unified_diff};
 use crate::error::ExecError;
-use crate::pyish::{py_str, truthy};
+
 use crate::spec::{Call, Lit, Param};
 
 /// `file.replace`'s signature in salt 3007.8.
@@ -130,7 +132,7 @@ fn flags(value: &Value) -> Result<u32, ExecError> {
     match value {
         Value::Array(items) => items
             .iter()
-            .try_fold(0, |acc, v| Ok(acc | by_name(&py_str(v))?)),
+            .try_fold(0, |acc, v| Ok(acc | by_name(&python::str(v))?)),
         Value::Number(n) => n
             .as_u64()
             .and_then(|n| u32::try_from(n).ok())
@@ -138,7 +140,7 @@ fn flags(value: &Value) -> Result<u32, ExecError> {
         Value::String(s) => by_name(s),
         other => Err(ExecError::invocation(format!(
             "Invalid re flag given: {}",
-            py_str(other)
+            python::str(other)
         ))),
     }
 }
@@ -223,19 +225,19 @@ fn request(call: &Call, search_only: bool, extra_flags: u32) -> Result<Request, 
     let arg = |name: &str| call.bound.params.get(name).unwrap_or(&Value::Null);
     let backup = match arg("backup") {
         Value::Null | Value::Bool(false) => None,
-        v => Some(py_str(v)).filter(|s| !s.is_empty()),
+        v => Some(python::str(v)).filter(|s| !s.is_empty()),
     };
     Ok(Request {
-        path: expand_user(&py_str(arg("path"))),
-        pattern: py_str(arg("pattern")),
-        repl: py_str(arg("repl")),
+        path: expand_user(&python::str(arg("path"))),
+        pattern: python::str(arg("pattern")),
+        repl: python::str(arg("repl")),
         count: arg("count").as_u64().unwrap_or(0) as usize,
         flags: flags(arg("flags"))? | extra_flags,
         append: truthy(arg("append_if_not_found")),
         prepend: truthy(arg("prepend_if_not_found")),
         not_found_content: Some(arg("not_found_content"))
             .filter(|v| truthy(v))
-            .map(py_str),
+            .map(python::str),
         backup,
         dry_run: search_only || truthy(arg("dry_run")),
         search_only: search_only || truthy(arg("search_only")),

@@ -5,11 +5,13 @@ use std::cmp::Ordering;
 
 use serde_json::{Map, Value, json};
 
+use saltq_semantics::python;
+
 use super::Installed;
 use crate::error::ExecError;
 use crate::modules::run_cmd_env;
 use crate::process::Output;
-use crate::pyish::py_str;
+
 use crate::spec::Call;
 
 /// What apt-get needs to run unattended, as Salt sets it.
@@ -182,11 +184,11 @@ pub(super) async fn latest(
     let show_installed = call
         .kwargs()
         .get("show_installed")
-        .is_some_and(crate::pyish::is_true);
+        .is_some_and(saltq_semantics::python::is_true);
     Ok(names
         .iter()
         .map(|name| {
-            let candidate = candidates.get(name).map(py_str).unwrap_or_default();
+            let candidate = candidates.get(name).map(python::str).unwrap_or_default();
             let value = match installed.get(name) {
                 Some(_) if show_installed => candidate,
                 Some(have)
@@ -279,7 +281,7 @@ pub(super) async fn upgradable(call: &Call, dist_upgrade: bool) -> Result<Value,
     let repo = call
         .kwargs()
         .get("fromrepo")
-        .map(|r| format!("APT::Default-Release={}", py_str(r)));
+        .map(|r| format!("APT::Default-Release={}", python::str(r)));
     if let Some(r) = &repo {
         argv.extend(["-o", r.as_str()]);
     }
@@ -305,15 +307,15 @@ pub(super) async fn install(
     let mut argv: Vec<String> = ["apt-get", "-q", "-y"].map(String::from).to_vec();
     argv.extend(CONF_OPTS.iter().map(|s| (*s).to_owned()));
     if let Some(repo) = call.opt_arg("fromrepo") {
-        argv.extend(["-t".to_owned(), py_str(repo)]);
+        argv.extend(["-t".to_owned(), python::str(repo)]);
     }
-    if crate::pyish::is_true(call.arg("reinstall")) {
+    if saltq_semantics::python::is_true(call.arg("reinstall")) {
         argv.push("--reinstall".into());
     }
-    if crate::pyish::is_true(call.arg("downloadonly")) {
+    if saltq_semantics::python::is_true(call.arg("downloadonly")) {
         argv.push("--download-only".into());
     }
-    if crate::pyish::is_true(call.arg("skip_verify")) {
+    if saltq_semantics::python::is_true(call.arg("skip_verify")) {
         argv.push("--allow-unauthenticated".into());
     }
     argv.push("install".into());

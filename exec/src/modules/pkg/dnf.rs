@@ -3,6 +3,8 @@
 
 use serde_json::{Map, Value, json};
 
+use saltq_semantics::python;
+
 use super::Installed;
 use crate::error::ExecError;
 use crate::modules::run_cmd;
@@ -137,13 +139,13 @@ pub(super) async fn install(
 ) -> Result<Output, ExecError> {
     let mut argv: Vec<String> = vec![dnf().to_owned(), "-y".into()];
     if let Some(repo) = call.opt_arg("fromrepo") {
-        argv.push(format!("--repo={}", crate::pyish::py_str(repo)));
+        argv.push(format!("--repo={}", python::str(repo)));
     }
-    if crate::pyish::is_true(call.arg("skip_verify")) {
+    if saltq_semantics::python::is_true(call.arg("skip_verify")) {
         argv.push("--nogpgcheck".into());
     }
     argv.push(
-        if crate::pyish::is_true(call.arg("reinstall")) {
+        if saltq_semantics::python::is_true(call.arg("reinstall")) {
             "reinstall"
         } else {
             "install"

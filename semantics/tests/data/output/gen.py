@@ -5,7 +5,7 @@ What it writes (paths relative to this file):
   cases/<name>.json   one golden case per corpus entry:
                       {"input": <the data passed to the outputter>,
                        "expected": {"<variant>": "<exact stdout>", ...}}
-  ../../../src/output/printable.rs
+  ../../../src/python/printable.rs
                       the table of code points that Python's str.isprintable()
                       rejects, used by saltq's python_repr (Python escapes them)
 
@@ -45,7 +45,7 @@ import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES_DIR = os.path.join(HERE, "cases")
-PRINTABLE_RS = os.path.join(HERE, "..", "..", "..", "src", "output", "printable.rs")
+PRINTABLE_RS = os.path.join(HERE, "..", "..", "..", "src", "python", "printable.rs")
 
 LONG_WORDS = " ".join(f"word{i}" for i in range(40))
 NO_RESPONSE = (

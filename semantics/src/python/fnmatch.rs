@@ -1,4 +1,7 @@
-//! Python's `fnmatch.fnmatchcase`: shell-style globs matched against a whole string.
+//! Python's `fnmatch.fnmatch(name, pat)` on POSIX (where it is `fnmatchcase`):
+//! shell-style globs matched against a whole string. Arguments go in Python's
+//! order, the name first and the pattern second; a hot path compiles the pattern
+//! once with [`Glob::new`] and asks [`Glob::is_match`] for each name.
 //!
 //! `*` matches any run of characters (including `.`, `/` and newlines), `?` one
 //! character, `[seq]`/`[!seq]` one character in or out of a set with ranges; an
@@ -111,10 +114,10 @@ impl Glob {
     }
 }
 
-/// Python's `fnmatch.fnmatchcase(text, pattern)`; a pattern Python would
-/// reject matches nothing.
-pub fn fnmatch(pattern: &str, text: &str) -> bool {
-    Glob::new(pattern).is_ok_and(|g| g.is_match(text))
+/// Python's `fnmatch.fnmatch(name, pat)`, in Python's order: whether the whole of
+/// `name` matches the glob `pat`; a pattern Python would reject matches nothing.
+pub fn fnmatch(name: &str, pat: &str) -> bool {
+    Glob::new(pat).is_ok_and(|g| g.is_match(name))
 }
 
 /// Index of the `]` closing a set whose body starts at `i`, as `translate` finds it.
@@ -249,7 +252,69 @@ mod tests {
             ("*", "line\nbreak", true),
         ];
         for (pat, text, want) in cases {
-            assert_eq!(fnmatch(pat, text), *want, "fnmatch({pat:?}, {text:?})");
+            assert_eq!(fnmatch(text, pat), *want, "fnmatch({text:?}, {pat:?})");
+        }
+    }
+
+    /// The cases of the minion's old `fnmatch(name, pattern)`, checked against Python.
+    #[test]
+    fn minion_cases() {
+        let cases = [
+            ("test.echo", "test.*", true),
+            ("test.echo", "test.e*", true),
+            ("test.echo", "t?st.echo", true),
+            ("test.echo", "test", false),
+            ("web/01", "web*", true),
+            ("web1", "web[0-9]", true),
+            ("weba", "web[!0-9]", true),
+            ("web1", "web[!0-9]", false),
+            ("web[", "web[", true),
+            ("a]", "[]]]", false),
+            ("]]", "[]]]", true),
+            ("abcabd", "*abd", true),
+            ("", "*", true),
+            ("x", "", false),
+        ];
+        for (name, pat, want) in cases {
+            assert_eq!(fnmatch(name, pat), want, "fnmatch({name:?}, {pat:?})");
+        }
+    }
+
+    /// The cases of the job cache's old `list_jobs` glob, compiled once as it is there.
+    #[test]
+    fn job_cache_cases() {
+        let cases = [
+            ("*", "", true),
+            ("*", "anything", true),
+            ("test.*", "test.ping", true),
+            ("test.*", "cmd.run", false),
+            ("test.p?ng", "test.ping", true),
+            ("test.p?ng", "test.pinng", false),
+            ("*.run", "cmd.run", true),
+            ("*.run", "cmd.run_all", false),
+            ("*run*", "cmd.run_all", true),
+            ("web[0-9]", "web5", true),
+            ("web[0-9]", "webx", false),
+            ("web[!0-9]", "webx", true),
+            ("web[!0-9]", "web5", false),
+            ("web[]x]", "web]", true),
+            ("web[", "web[", true),
+            ("web[z-a]", "webm", false),
+            ("a*b*c", "aXXbYYc", true),
+            ("a*b*c", "aXXbYY", false),
+            ("a**c", "abc", true),
+            ("Test.*", "test.ping", false),
+            ("", "", true),
+            ("", "x", false),
+            ("minion-*", "minion-é", true),
+        ];
+        for (pat, name, want) in cases {
+            let glob = Glob::new(pat).ok();
+            assert_eq!(
+                glob.is_some_and(|g| g.is_match(name)),
+                want,
+                "fnmatch({name:?}, {pat:?})"
+            );
         }
     }
 }
