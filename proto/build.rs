@@ -9,6 +9,7 @@ const FILES: &[&str] = &[
     "saltq/v1/event.proto",
     "saltq/v1/runner.proto",
     "saltq/v1/key.proto",
+    "saltq/cluster/v1/cluster.proto",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use futures_util::future::BoxFuture;
 use saltq_proto::v1 as pb;
 use tokio::sync::mpsc;
 
@@ -23,8 +24,12 @@ pub trait Delivery: Send + Sync {
     fn detach(&self, id: &str, conn_id: u64);
     /// Ends a minion's subscription whatever its connection (its key was deleted or rejected).
     fn close(&self, id: &str) -> bool;
-    /// Hands `msg` to the subscriptions of `ids`; returns the ids it was handed to, in order.
-    fn deliver(&self, ids: &[String], msg: Arc<pb::SubscribeResponse>) -> Vec<String>;
+    /// Hands `msg` to the subscriptions of `ids`; answers the ids it was handed to, in order.
+    fn deliver<'a>(
+        &'a self,
+        ids: &'a [String],
+        msg: Arc<pb::SubscribeResponse>,
+    ) -> BoxFuture<'a, Vec<String>>;
     /// Whether a minion has a live subscription.
     fn is_connected(&self, id: &str) -> bool;
     /// Ids with a live subscription, sorted.
@@ -46,6 +51,26 @@ pub struct Subscriptions {
 }
 
 impl Subscriptions {
+    /// Hands `msg` to the subscriptions held here among `ids`; returns to whom, in order.
+    pub fn deliver_here(&self, ids: &[String], msg: &Arc<pb::SubscribeResponse>) -> Vec<String> {
+        let senders: Vec<(&String, SubscriptionTx)> = {
+            let subs = self.lock();
+            ids.iter()
+                .filter_map(|id| subs.get(id).map(|s| (id, s.tx.clone())))
+                .collect()
+        };
+        let mut sent = Vec::with_capacity(senders.len());
+        for (id, tx) in senders {
+            match tx.try_send(msg.clone()) {
+                Ok(()) => sent.push(id.clone()),
+                Err(_) => {
+                    tracing::warn!(minion = %id, "subscription full or closed, message not delivered")
+                }
+            }
+        }
+        sent
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Subscription>> {
         self.subs.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -71,23 +96,13 @@ impl Delivery for Subscriptions {
         self.lock().remove(id).is_some()
     }
 
-    fn deliver(&self, ids: &[String], msg: Arc<pb::SubscribeResponse>) -> Vec<String> {
-        let senders: Vec<(&String, SubscriptionTx)> = {
-            let subs = self.lock();
-            ids.iter()
-                .filter_map(|id| subs.get(id).map(|s| (id, s.tx.clone())))
-                .collect()
-        };
-        let mut sent = Vec::with_capacity(senders.len());
-        for (id, tx) in senders {
-            match tx.try_send(msg.clone()) {
-                Ok(()) => sent.push(id.clone()),
-                Err(_) => {
-                    tracing::warn!(minion = %id, "subscription full or closed, message not delivered")
-                }
-            }
-        }
-        sent
+    fn deliver<'a>(
+        &'a self,
+        ids: &'a [String],
+        msg: Arc<pb::SubscribeResponse>,
+    ) -> BoxFuture<'a, Vec<String>> {
+        let sent = self.deliver_here(ids, &msg);
+        Box::pin(async move { sent })
     }
 
     fn is_connected(&self, id: &str) -> bool {
@@ -118,7 +133,7 @@ mod tests {
         subs.attach("m2", tx2);
         drop(rx2);
         let ids = ["m1".to_owned(), "m2".to_owned(), "m3".to_owned()];
-        assert_eq!(subs.deliver(&ids, msg()), vec!["m1"]);
+        assert_eq!(subs.deliver_here(&ids, &msg()), vec!["m1"]);
         assert!(rx1.try_recv().is_ok());
         assert_eq!(subs.connected(), vec!["m1", "m2"]);
     }

@@ -132,6 +132,8 @@ pub struct KeyChange {
     pub state: KeyState,
     /// Entered (true) or left (false).
     pub added: bool,
+    /// Copied from another replica of a cluster ([`KeyStore::mirror`]), not decided here.
+    pub mirrored: bool,
 }
 
 fn valid_id(id: &str) -> bool {
@@ -211,7 +213,69 @@ impl KeyStore {
             id: id.to_owned(),
             state,
             added,
+            mirrored: false,
         });
+    }
+
+    /// `id`'s keys, by state.
+    pub fn entries(&self, id: &str) -> Vec<(KeyState, String)> {
+        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        KeyState::ALL
+            .into_iter()
+            .filter_map(|s| keys.get(&(s, id.to_owned())).map(|pem| (s, pem.clone())))
+            .collect()
+    }
+
+    /// Every key: `(state, id, pem)`.
+    pub fn all(&self) -> Vec<(KeyState, String, String)> {
+        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        keys.iter()
+            .map(|((s, id), pem)| (*s, id.clone(), pem.clone()))
+            .collect()
+    }
+
+    /// Makes `id`'s keys exactly `entries`, as another replica of the cluster decided them;
+    /// the changes are announced with `mirrored` set (so the subscription of a minion whose
+    /// key left `accepted` is closed here too).
+    pub fn mirror(&self, id: &str, entries: &[(KeyState, String)]) -> Result<(), KeyError> {
+        if !valid_id(id) {
+            return Err(KeyError::InvalidId(id.to_owned()));
+        }
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let mut announce = Vec::new();
+        for state in KeyState::ALL {
+            let want = entries.iter().find(|(s, _)| *s == state).map(|(_, p)| p);
+            let have = keys.get(&(state, id.to_owned()));
+            match (have, want) {
+                (Some(h), Some(w)) if h == w => {}
+                (_, Some(w)) => {
+                    pki::write_public(&self.path(state, id), w)?;
+                    keys.insert((state, id.to_owned()), w.clone());
+                    announce.push((state, true));
+                }
+                (Some(_), None) => {
+                    let p = self.path(state, id);
+                    match std::fs::remove_file(&p) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(source) => return Err(KeyError::Io { path: p, source }),
+                    }
+                    keys.remove(&(state, id.to_owned()));
+                    announce.push((state, false));
+                }
+                (None, None) => {}
+            }
+        }
+        drop(keys);
+        for (state, added) in announce {
+            let _ = self.changes.send(KeyChange {
+                id: id.to_owned(),
+                state,
+                added,
+                mirrored: true,
+            });
+        }
+        Ok(())
     }
 
     fn path(&self, state: KeyState, id: &str) -> PathBuf {

@@ -269,10 +269,16 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         Some(c) => Some(
             crate::cluster::Cluster::start(&cfg, c, shutdown.clone())
                 .await
-                .map_err(|e| StartError {
-                    code: saltq_transport::config::EX_UNAVAILABLE,
-                    error: anyhow::Error::from(e)
-                        .context(format!("{}: key cluster_nats", cfg.file.display())),
+                .map_err(|e| {
+                    let key = match e {
+                        crate::cluster::ClusterError::Nats(_) => "cluster_nats",
+                        crate::cluster::ClusterError::Store(_) => "job_cache_postgres",
+                    };
+                    StartError {
+                        code: saltq_transport::config::EX_UNAVAILABLE,
+                        error: anyhow::Error::from(e)
+                            .context(format!("{}: key {key}", cfg.file.display())),
+                    }
                 })?,
         ),
         None => None,
@@ -285,7 +291,19 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         Some(c) => c.leadership(),
         None => Arc::new(crate::duties::Alone::default()),
     };
-    let master = Arc::new(Master::new(cfg, keys, cache, last_jid, bus, cluster));
+    let delivery: Arc<dyn crate::delivery::Delivery> = match &cluster {
+        Some(c) => c.delivery(),
+        None => Arc::new(crate::delivery::Subscriptions::default()),
+    };
+    let master = Arc::new(Master::new(
+        cfg, keys, cache, last_jid, bus, delivery, cluster,
+    ));
+    crate::cluster::sync(master.clone())
+        .await
+        .map_err(|e| StartError {
+            code: saltq_transport::config::EX_UNAVAILABLE,
+            error: anyhow::Error::from(e).context("cannot join the cluster"),
+        })?;
 
     let (health, health_svc) = tonic_health::server::health_reporter();
     health

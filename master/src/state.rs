@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tonic::Status;
 
 use crate::config::MasterConfig;
-use crate::delivery::{Delivery, SubscriptionTx, Subscriptions};
+use crate::delivery::{Delivery, SubscriptionTx};
 use crate::events::EventBus;
 use crate::facts::FactStore;
 use crate::jids::JidSource;
@@ -70,6 +70,7 @@ impl Master {
         cache: JobCache,
         last_jid: Option<Jid>,
         bus: Arc<dyn crate::events::Bus>,
+        delivery: Arc<dyn Delivery>,
         cluster: Option<crate::cluster::Cluster>,
     ) -> Master {
         let metrics = Arc::new(crate::metrics::Metrics::default());
@@ -79,7 +80,7 @@ impl Master {
             keys,
             events: EventBus::on(bus, metrics.clone()),
             metrics,
-            delivery: Arc::new(Subscriptions::default()),
+            delivery,
             followers: Arc::new(Followers::default()),
             jids: crate::jids::source_for(&cache, last_jid.as_ref()),
             cache,
@@ -89,6 +90,9 @@ impl Master {
 
     /// Records a minion's subscription, grains and pillar; returns the connection id.
     pub fn subscribe(&self, id: &str, grains: Value, pillar: Value, tx: SubscriptionTx) -> u64 {
+        if let Some(c) = &self.cluster {
+            c.share_facts(id, &grains, &pillar);
+        }
         self.facts.set(id, &grains, pillar);
         let conn_id = self.delivery.attach(id, tx);
         if self.cfg.presence_events {
@@ -178,7 +182,7 @@ impl Master {
         let msg = Arc::new(pb::SubscribeResponse {
             kind: Some(Kind::Job(load)),
         });
-        let sent = self.delivery.deliver(&expected, msg);
+        let sent = self.delivery.deliver(&expected, msg).await;
         if sent.len() < expected.len() {
             tracing::debug!(%jid, expected = expected.len(), sent = sent.len(), "job not delivered to every expected minion");
         }
@@ -283,7 +287,7 @@ impl Master {
             json!({"cmd": "_return", "fun": fun, "fun_args": fun_args, "id": id, "jid": r.jid,
                    "retcode": r.retcode, "return": ret_json, "success": r.success, "user": user}),
         );
-        self.followers.announce(Arc::new(pb::JobReturn {
+        let ret = Arc::new(pb::JobReturn {
             id: id.to_owned(),
             jid: r.jid,
             fun: r.fun,
@@ -297,7 +301,11 @@ impl Master {
                 seconds: now.timestamp(),
                 nanos: now.timestamp_subsec_nanos() as i32,
             }),
-        }));
+        });
+        if let Some(c) = &self.cluster {
+            c.share_return(&ret);
+        }
+        self.followers.announce(ret);
         Ok(true)
     }
 }

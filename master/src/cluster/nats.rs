@@ -64,6 +64,8 @@ pub struct Inbound {
     pub replica: String,
     /// The body.
     pub payload: Bytes,
+    /// Where to answer, for a request.
+    pub reply: Option<String>,
 }
 
 /// A connected NATS client for one replica.
@@ -157,7 +159,32 @@ impl Nats {
                 .map(|v| v.as_str().to_owned())
                 .unwrap_or_default(),
             payload: m.payload,
+            reply: m.reply.map(|r| r.to_string()),
         }))
+    }
+
+    /// Sends a request on `subject` and waits up to `timeout` for the answer.
+    pub async fn request(
+        &self,
+        subject: String,
+        payload: Bytes,
+        timeout: Duration,
+    ) -> Result<Bytes, String> {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(REPLICA_HEADER, self.replica.as_str());
+        match tokio::time::timeout(
+            timeout,
+            self.client
+                .request_with_headers(subject.clone(), headers, payload),
+        )
+        .await
+        {
+            Ok(Ok(m)) => Ok(m.payload),
+            Ok(Err(e)) => Err(format!("request on {subject}: {e}")),
+            Err(_) => Err(format!(
+                "request on {subject}: no answer within {timeout:?}"
+            )),
+        }
     }
 }
 

@@ -307,3 +307,116 @@ fn the_reactor_reacts_once_in_the_cluster_and_moves_when_its_replica_stops() {
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0].1["to"], 2);
 }
+
+/// Three replicas are one master: minions spread over them all answer a job published on any
+/// one, find_job follows a long job across replicas, and the key set is one.
+#[test]
+fn a_job_published_on_any_replica_reaches_the_minions_of_every_replica() {
+    let Some((nats, pg)) = servers() else { return };
+    let c = Cluster::start(3, &nats, &pg, "");
+    let _m: Vec<_> = (0..3)
+        .map(|i| c.replicas[i].minion(&format!("cm{i}"), ""))
+        .collect();
+    for i in 0..3 {
+        c.replicas[i].wait_for(&format!("cm{i}"));
+    }
+    // Each replica reaches the whole fleet, exactly once per minion.
+    for r in &c.replicas {
+        let o = eventually(
+            "every minion answers through this replica",
+            Duration::from_secs(20),
+            || {
+                let o = r.saltq(&["*", "test.ping", "--out", "json", "--static", "-t", "3"]);
+                (o.code == 0).then_some(o)
+            },
+        );
+        assert_eq!(
+            o.json(),
+            serde_json::json!({"cm0": true, "cm1": true, "cm2": true}),
+            "{o:?}"
+        );
+    }
+    // The keys accepted on each replica are the cluster's.
+    let o = c.replicas[1].saltq(&["key", "-L", "--out", "json"]);
+    assert_eq!(
+        o.json()["minions"],
+        serde_json::json!(["cm0", "cm1", "cm2"]),
+        "{o:?}"
+    );
+
+    // find_job across replicas keeps a long job alive past the timeout.
+    let start = Instant::now();
+    let o = c.replicas[0].saltq(&[
+        "-L",
+        "cm2",
+        "test.sleep",
+        "3",
+        "-t",
+        "1",
+        "--gather-job-timeout",
+        "2",
+    ]);
+    assert_eq!(
+        (o.code, o.stdout.as_str()),
+        (0, "cm2:\n    True\n"),
+        "{o:?}"
+    );
+    assert!(start.elapsed() >= Duration::from_secs(3));
+
+    // The job is in the cache every replica reads, with every return.
+    let o = c.replicas[2].saltq(&["*", "test.echo", "shared", "--async"]);
+    let jid = o.stdout.trim().rsplit(' ').next().unwrap().to_owned();
+    eventually("all returns stored", Duration::from_secs(15), || {
+        let o = c.replicas[1].saltq(&["jobs", "lookup", &jid, "--out", "json"]);
+        (o.json() == serde_json::json!({"cm0": "shared", "cm1": "shared", "cm2": "shared"}))
+            .then_some(())
+    });
+}
+
+/// A key deleted on one replica closes the minion's connection on another, and the minion
+/// comes back as pending everywhere; a replica that stops takes its minions with it and a job
+/// reports them not connected.
+#[test]
+fn keys_and_disconnects_are_seen_by_every_replica() {
+    let Some((nats, pg)) = servers() else { return };
+    let mut c = Cluster::start(3, &nats, &pg, "");
+    let _m: Vec<_> = (0..3)
+        .map(|i| c.replicas[i].minion(&format!("ck{i}"), ""))
+        .collect();
+    for i in 0..3 {
+        c.replicas[i].wait_for(&format!("ck{i}"));
+    }
+    // auto_accept is on, so the deleted key comes straight back: as accepted, through a new
+    // subscription. The point is the old connection, on another replica, is closed at once.
+    let o = c.replicas[0].saltq(&["key", "-d", "ck2", "-y"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    eventually(
+        "ck2's subscription on replica 2 closed",
+        Duration::from_secs(15),
+        || {
+            std::fs::read_to_string(c.replicas[2].log())
+                .unwrap_or_default()
+                .contains("key no longer accepted, subscription closed")
+                .then_some(())
+        },
+    );
+    // It comes back (auto_accept), reachable from another replica.
+    c.replicas[1].wait_for("ck2");
+
+    // Replica 1 stops: ck1 is not connected anywhere, and a job says so.
+    c.replicas[1].stop();
+    let o = eventually(
+        "ck1 reported not connected",
+        Duration::from_secs(20),
+        || {
+            let o =
+                c.replicas[0].saltq(&["*", "test.ping", "-t", "2", "--gather-job-timeout", "1"]);
+            o.stdout
+                .contains("ck1:\n    Minion did not return. [Not connected]")
+                .then_some(o)
+        },
+    );
+    assert!(o.stdout.contains("ck0:\n    True"), "{o:?}");
+    assert!(o.stdout.contains("ck2:\n    True"), "{o:?}");
+    assert_eq!(o.code, 1, "{o:?}");
+}

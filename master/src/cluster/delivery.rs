@@ -1,0 +1,314 @@
+//! Delivery across replicas: the [`Delivery`] seam for a cluster. Each replica holds the
+//! subscriptions of the minions connected to it and tells the others over NATS (attach,
+//! detach, a snapshot when a replica says hello, a heartbeat); [`Routes`] keeps the resulting
+//! table. A job for some minions goes to this replica's own subscriptions and, as one NATS
+//! request per other replica, to the replicas holding the rest, each of which answers which
+//! minions it handed the job to. So every matched minion gets the job once, through whichever
+//! replica holds its subscription, and the publisher knows who was sent it.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::future::{BoxFuture, join_all};
+use prost::Message;
+use saltq_proto::cluster::v1 as cpb;
+use saltq_proto::v1 as pb;
+use tokio::sync::{mpsc, watch};
+
+use super::nats::{Nats, NatsError};
+use super::routes::Routes;
+use crate::delivery::{Delivery, SubscriptionTx, Subscriptions};
+
+/// How often a replica says it is alive; three silent periods and it is taken for dead.
+const HEARTBEAT: Duration = Duration::from_secs(2);
+/// How long a replica asked to deliver may take to answer.
+const DELIVER_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The cluster's delivery for one replica.
+pub struct ClusterDelivery {
+    local: Subscriptions,
+    routes: Arc<Mutex<Routes>>,
+    nats: Nats,
+    /// Route changes of this replica, sent in order by a task.
+    updates: mpsc::UnboundedSender<cpb::RoutesUpdate>,
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+impl ClusterDelivery {
+    /// Starts listening for the other replicas' routes and delivery requests, and says hello.
+    pub async fn start(
+        nats: Nats,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> Result<Arc<ClusterDelivery>, NatsError> {
+        let me = nats.replica().to_owned();
+        let routes = Arc::new(Mutex::new(Routes::new(&me, HEARTBEAT * 3)));
+        let routes_subject = nats.subject("routes");
+        let mut inbound_routes = nats.subscribe(routes_subject.clone()).await?;
+        let mut requests = nats
+            .subscribe(nats.subject(&format!("deliver.{me}")))
+            .await?;
+        let (updates, mut queued) = mpsc::unbounded_channel::<cpb::RoutesUpdate>();
+        let this = Arc::new(ClusterDelivery {
+            local: Subscriptions::default(),
+            routes: routes.clone(),
+            nats: nats.clone(),
+            updates,
+        });
+
+        // This replica's route changes, in order.
+        let out = nats.clone();
+        let subject = routes_subject.clone();
+        tokio::spawn(async move {
+            while let Some(u) = queued.recv().await {
+                let goodbye = u.op == cpb::RoutesOp::Goodbye as i32;
+                if let Err(e) = out
+                    .publish(subject.clone(), Bytes::from(u.encode_to_vec()))
+                    .await
+                {
+                    tracing::warn!("cluster routes not sent: {e}");
+                }
+                if goodbye {
+                    break;
+                }
+            }
+        });
+
+        // The other replicas' routes.
+        let d = this.clone();
+        tokio::spawn(async move {
+            while let Some(m) = inbound_routes.next().await {
+                if m.replica == d.me() {
+                    continue;
+                }
+                let Ok(u) = cpb::RoutesUpdate::decode(m.payload) else {
+                    tracing::warn!(replica = %m.replica, "undecodable routes update");
+                    continue;
+                };
+                d.apply(u);
+            }
+        });
+
+        // Delivery requests from the other replicas.
+        let d = this.clone();
+        tokio::spawn(async move {
+            while let Some(m) = requests.next().await {
+                let Some(reply) = m.reply else { continue };
+                let sent = match cpb::DeliverRequest::decode(m.payload) {
+                    Ok(req) => match req.message {
+                        Some(msg) => d.local.deliver_here(&req.ids, &Arc::new(msg)),
+                        None => Vec::new(),
+                    },
+                    Err(e) => {
+                        tracing::warn!(replica = %m.replica, "undecodable delivery request: {e}");
+                        Vec::new()
+                    }
+                };
+                let answer = cpb::DeliverReply { sent }.encode_to_vec();
+                if let Err(e) = d.nats.publish(reply, Bytes::from(answer)).await {
+                    tracing::warn!("delivery answer not sent: {e}");
+                }
+            }
+        });
+
+        // Heartbeats, expiry of silent replicas, a snapshot now and then, goodbye at shutdown.
+        let d = this.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(HEARTBEAT);
+            let mut beats = 0u32;
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = shutdown.wait_for(|s| *s) => {
+                        d.send(cpb::RoutesOp::Goodbye, Vec::new());
+                        return;
+                    }
+                }
+                beats += 1;
+                // Every 30 s a full snapshot repairs whatever a lost message left wrong.
+                if beats.is_multiple_of(15) {
+                    d.send_snapshot();
+                } else {
+                    d.send(cpb::RoutesOp::Heartbeat, Vec::new());
+                }
+                let gone = d.lock().expire(Instant::now());
+                for r in gone {
+                    tracing::warn!(replica = %r, "replica silent, its minions are taken as disconnected");
+                }
+            }
+        });
+
+        this.send(cpb::RoutesOp::Hello, Vec::new());
+        Ok(this)
+    }
+
+    fn me(&self) -> &str {
+        self.nats.replica()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Routes> {
+        self.routes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn send(&self, op: cpb::RoutesOp, routes: Vec<cpb::Route>) {
+        let _ = self.updates.send(cpb::RoutesUpdate {
+            replica: self.me().to_owned(),
+            op: op as i32,
+            routes,
+        });
+    }
+
+    fn send_snapshot(&self) {
+        let routes = self
+            .lock()
+            .mine()
+            .into_iter()
+            .map(|(id, since_ms)| cpb::Route { id, since_ms })
+            .collect();
+        self.send(cpb::RoutesOp::Snapshot, routes);
+    }
+
+    /// Applies another replica's update.
+    fn apply(&self, u: cpb::RoutesUpdate) {
+        let now = Instant::now();
+        let op = cpb::RoutesOp::try_from(u.op).unwrap_or(cpb::RoutesOp::Unspecified);
+        if op == cpb::RoutesOp::Hello {
+            // A newcomer: tell it everything held here.
+            self.lock().heartbeat(&u.replica, now);
+            self.send_snapshot();
+            return;
+        }
+        let mut routes = self.lock();
+        match op {
+            cpb::RoutesOp::Attach => {
+                for r in &u.routes {
+                    routes.attach(&u.replica, &r.id, r.since_ms, now);
+                }
+            }
+            cpb::RoutesOp::Detach => {
+                for r in &u.routes {
+                    routes.detach(&u.replica, &r.id, now);
+                }
+            }
+            cpb::RoutesOp::Snapshot => {
+                let all: Vec<(String, i64)> =
+                    u.routes.into_iter().map(|r| (r.id, r.since_ms)).collect();
+                routes.snapshot(&u.replica, &all, now);
+            }
+            cpb::RoutesOp::Heartbeat => routes.heartbeat(&u.replica, now),
+            cpb::RoutesOp::Goodbye => routes.drop_replica(&u.replica),
+            cpb::RoutesOp::Hello | cpb::RoutesOp::Unspecified => {}
+        }
+    }
+
+    /// Asks `replica` to hand `msg` to `ids`; answers to whom it did.
+    async fn deliver_there(
+        &self,
+        replica: &str,
+        ids: Vec<String>,
+        msg: &pb::SubscribeResponse,
+    ) -> Vec<String> {
+        let req = cpb::DeliverRequest {
+            ids,
+            message: Some(msg.clone()),
+        };
+        let subject = self.nats.subject(&format!("deliver.{replica}"));
+        match self
+            .nats
+            .request(subject, Bytes::from(req.encode_to_vec()), DELIVER_TIMEOUT)
+            .await
+            .and_then(|b| cpb::DeliverReply::decode(b).map_err(|e| e.to_string()))
+        {
+            Ok(reply) => reply.sent,
+            Err(e) => {
+                tracing::warn!(%replica, minions = req.ids.len(), "job not handed to the replica holding these minions: {e}");
+                Vec::new()
+            }
+        }
+    }
+}
+
+impl Delivery for ClusterDelivery {
+    fn attach(&self, id: &str, tx: SubscriptionTx) -> u64 {
+        let conn = self.local.attach(id, tx);
+        let since_ms = now_ms();
+        let me = self.me().to_owned();
+        self.lock().attach(&me, id, since_ms, Instant::now());
+        self.send(
+            cpb::RoutesOp::Attach,
+            vec![cpb::Route {
+                id: id.to_owned(),
+                since_ms,
+            }],
+        );
+        conn
+    }
+
+    fn detach(&self, id: &str, conn_id: u64) {
+        self.local.detach(id, conn_id);
+        if !self.local.is_connected(id) {
+            let me = self.me().to_owned();
+            self.lock().detach(&me, id, Instant::now());
+            self.send(
+                cpb::RoutesOp::Detach,
+                vec![cpb::Route {
+                    id: id.to_owned(),
+                    since_ms: 0,
+                }],
+            );
+        }
+    }
+
+    fn close(&self, id: &str) -> bool {
+        let closed = self.local.close(id);
+        if closed {
+            let me = self.me().to_owned();
+            self.lock().detach(&me, id, Instant::now());
+            self.send(
+                cpb::RoutesOp::Detach,
+                vec![cpb::Route {
+                    id: id.to_owned(),
+                    since_ms: 0,
+                }],
+            );
+        }
+        closed
+    }
+
+    fn deliver<'a>(
+        &'a self,
+        ids: &'a [String],
+        msg: Arc<pb::SubscribeResponse>,
+    ) -> BoxFuture<'a, Vec<String>> {
+        Box::pin(async move {
+            let split = self.lock().split(ids);
+            let mut sent = self.local.deliver_here(&split.mine, &msg);
+            let there = join_all(split.others.into_iter().map(|(replica, ids)| {
+                let msg = msg.clone();
+                async move { self.deliver_there(&replica, ids, &msg).await }
+            }))
+            .await;
+            sent.extend(there.into_iter().flatten());
+            // In the order asked for, as the local delivery answers.
+            let order: std::collections::HashMap<&str, usize> = ids
+                .iter()
+                .enumerate()
+                .map(|(i, id)| (id.as_str(), i))
+                .collect();
+            sent.sort_by_key(|id| order.get(id.as_str()).copied().unwrap_or(usize::MAX));
+            sent
+        })
+    }
+
+    fn is_connected(&self, id: &str) -> bool {
+        self.lock().holder(id).is_some()
+    }
+
+    fn connected(&self) -> Vec<String> {
+        self.lock().connected()
+    }
+}
