@@ -74,6 +74,10 @@ pub struct Metrics {
     pub return_latency: Histogram,
     /// Job cache write of one return (includes batching).
     pub cache_write_latency: Histogram,
+    /// Jobs published anywhere in the cluster (counted from the cluster-wide bus).
+    pub cluster_jobs: AtomicU64,
+    /// Returns stored anywhere in the cluster (counted from the cluster-wide bus).
+    pub cluster_returns: AtomicU64,
 }
 
 impl Default for Metrics {
@@ -87,6 +91,8 @@ impl Default for Metrics {
             slow_subscribers: AtomicU64::new(0),
             return_latency: Histogram::new(LATENCY),
             cache_write_latency: Histogram::new(LATENCY),
+            cluster_jobs: AtomicU64::new(0),
+            cluster_returns: AtomicU64::new(0),
         }
     }
 }
@@ -97,6 +103,18 @@ pub struct Gauges {
     pub connected: usize,
     /// Keys per state name.
     pub keys: Vec<(&'static str, usize)>,
+    /// In a cluster: this replica's name, the subscriptions it holds, and the live replicas.
+    pub cluster: Option<ClusterGauges>,
+}
+
+/// A replica's share of the cluster, read at scrape time.
+pub struct ClusterGauges {
+    /// This replica's name.
+    pub replica: String,
+    /// Subscriptions held by this replica.
+    pub here: usize,
+    /// Replicas heard from recently, this one included.
+    pub replicas: usize,
 }
 
 impl Metrics {
@@ -154,6 +172,33 @@ impl Metrics {
             "Times a subscriber fell behind the bus.",
             &self.slow_subscribers,
         );
+        if let Some(c) = &g.cluster {
+            let _ = writeln!(
+                out,
+                "# HELP saltq_replica_minions_connected Minions subscribed through this replica.\n\
+                 # TYPE saltq_replica_minions_connected gauge\n\
+                 saltq_replica_minions_connected{{replica=\"{}\"}} {}",
+                c.replica, c.here
+            );
+            let _ = writeln!(
+                out,
+                "# HELP saltq_cluster_replicas Replicas of the cluster heard from recently.\n\
+                 # TYPE saltq_cluster_replicas gauge\nsaltq_cluster_replicas {}",
+                c.replicas
+            );
+            counter(
+                &mut out,
+                "saltq_cluster_jobs_published_total",
+                "Jobs published by any replica of the cluster, seen on the bus.",
+                &self.cluster_jobs,
+            );
+            counter(
+                &mut out,
+                "saltq_cluster_returns_stored_total",
+                "Returns stored by any replica of the cluster, seen on the bus.",
+                &self.cluster_returns,
+            );
+        }
         self.return_latency.render(
             &mut out,
             "saltq_return_latency_seconds",
@@ -180,6 +225,7 @@ mod tests {
         let text = m.render(&Gauges {
             connected: 2,
             keys: vec![("accepted", 3)],
+            cluster: None,
         });
         assert!(
             text.contains("saltq_return_latency_seconds_bucket{le=\"0.001\"} 1"),
@@ -192,5 +238,25 @@ mod tests {
         assert!(text.contains("saltq_return_latency_seconds_count 2"));
         assert!(text.contains("saltq_minions{state=\"connected\"} 2"));
         assert!(text.contains("saltq_minions{state=\"accepted\"} 3"));
+        assert!(!text.contains("saltq_cluster"));
+        m.cluster_jobs.fetch_add(4, Ordering::Relaxed);
+        let text = m.render(&Gauges {
+            connected: 2,
+            keys: vec![],
+            cluster: Some(ClusterGauges {
+                replica: "r1-0a".into(),
+                here: 1,
+                replicas: 3,
+            }),
+        });
+        assert!(
+            text.contains("saltq_replica_minions_connected{replica=\"r1-0a\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains("saltq_cluster_replicas 3"), "{text}");
+        assert!(
+            text.contains("saltq_cluster_jobs_published_total 4"),
+            "{text}"
+        );
     }
 }

@@ -513,6 +513,7 @@ async fn probe(master: &Master, path: &str) -> saltq_transport::http::Reply {
             let gauges = crate::metrics::Gauges {
                 connected: master.connected().len(),
                 keys: keys.iter().map(|(s, ids)| (s.name(), ids.len())).collect(),
+                cluster: master.cluster.as_ref().map(|c| c.gauges()),
             };
             (
                 200,

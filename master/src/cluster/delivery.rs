@@ -146,6 +146,12 @@ impl ClusterDelivery {
         Ok(this)
     }
 
+    /// Subscriptions held here, and the replicas heard from recently (this one included).
+    pub fn counts(&self) -> (usize, usize) {
+        let routes = self.lock();
+        (routes.mine().len(), routes.replicas() + 1)
+    }
+
     fn me(&self) -> &str {
         self.nats.replica()
     }

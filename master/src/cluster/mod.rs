@@ -129,6 +129,16 @@ impl Cluster {
         self.delivery.clone()
     }
 
+    /// This replica's share of the cluster, for /metrics.
+    pub fn gauges(&self) -> crate::metrics::ClusterGauges {
+        let (here, replicas) = self.delivery.counts();
+        crate::metrics::ClusterGauges {
+            replica: self.nats.replica().to_owned(),
+            here,
+            replicas,
+        }
+    }
+
     /// Announces a return this replica stored, for the replica following its job.
     pub fn share_return(&self, ret: &pb::JobReturn) {
         let notice = cpb::ReturnNotice {
@@ -212,6 +222,22 @@ pub async fn sync(master: Arc<Master>) -> Result<(), ClusterError> {
         }
     }
 
+    // Cluster-wide job counters, from the bus that carries every replica's events.
+    let m = master.clone();
+    tokio::spawn(async move {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut bus = m.events.subscribe();
+        while let Some(e) = bus.next().await {
+            let Ok(e) = e else { continue };
+            if let Some(rest) = e.tag.strip_prefix("salt/job/") {
+                if rest.ends_with("/new") {
+                    m.metrics.cluster_jobs.fetch_add(1, Relaxed);
+                } else if rest.contains("/ret/") {
+                    m.metrics.cluster_returns.fetch_add(1, Relaxed);
+                }
+            }
+        }
+    });
     let m = master.clone();
     let my = me.clone();
     tokio::spawn(async move {

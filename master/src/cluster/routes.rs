@@ -116,6 +116,11 @@ impl Routes {
         dead
     }
 
+    /// Other replicas heard from and not expired.
+    pub fn replicas(&self) -> usize {
+        self.seen.len()
+    }
+
     /// The replica holding `id`'s subscription.
     pub fn holder(&self, id: &str) -> Option<&str> {
         self.holders.get(id).map(|h| h.replica.as_str())

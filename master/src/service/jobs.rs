@@ -155,8 +155,13 @@ impl JobService for JobApi {
         let (tx, out) = mpsc::channel(256);
         send(&tx, Kind::Published(published.resp.clone())).await;
         let jid = published.resp.jid.clone();
-        let job = Follower::new(self.master.clone(), published, &user, timeout, gather);
-        tokio::spawn(follow(job, jid, tx));
+        // The tracker is built after the reply goes out: returns arriving meanwhile wait in the
+        // job's fan-out (`published.following`), so none is lost.
+        let master = self.master.clone();
+        tokio::spawn(async move {
+            let job = Follower::new(master, published, &user, timeout, gather);
+            follow(job, jid, tx).await;
+        });
         Ok(Response::new(ReceiverStream::new(out)))
     }
 

@@ -371,6 +371,32 @@ fn a_job_published_on_any_replica_reaches_the_minions_of_every_replica() {
         (o.json() == serde_json::json!({"cm0": "shared", "cm1": "shared", "cm2": "shared"}))
             .then_some(())
     });
+
+    // Each replica's metrics: its own share, the cluster's replicas, cluster-wide job counts.
+    let http = c.replicas[1].http.clone().expect("http port");
+    assert_eq!(
+        crate::ops::get(&http, "/readyz"),
+        (200, "ready\n".to_owned())
+    );
+    let (code, body) = crate::ops::get(&http, "/metrics");
+    assert_eq!(code, 200);
+    assert!(body.contains("saltq_cluster_replicas 3"), "{body}");
+    assert!(
+        body.contains("saltq_minions{state=\"connected\"} 3"),
+        "{body}"
+    );
+    let line = |name: &str| -> u64 {
+        body.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {body}"))
+    };
+    assert_eq!(
+        line("saltq_replica_minions_connected{replica=\"replica1-"),
+        1
+    );
+    // Jobs published on replicas 0 and 2 count here too.
+    assert!(line("saltq_cluster_jobs_published_total") >= 6, "{body}");
 }
 
 /// A key deleted on one replica closes the minion's connection on another, and the minion

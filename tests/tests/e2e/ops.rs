@@ -7,7 +7,7 @@ use std::time::Duration;
 use saltq_tests::{Master, eventually};
 use serde_json::json;
 
-fn get(addr: &str, path: &str) -> (u16, String) {
+pub(crate) fn get(addr: &str, path: &str) -> (u16, String) {
     let mut s = std::net::TcpStream::connect(addr).expect("connect http");
     write!(
         s,
