@@ -184,6 +184,9 @@ pub fn publish_request(a: &JobArgs) -> Result<pb::PublishRequest, String> {
 pub fn no_return_message(reason: pb::NoReturnReason, jid: &str) -> String {
     match reason {
         pb::NoReturnReason::NotConnected => "Minion did not return. [Not connected]".to_owned(),
+        pb::NoReturnReason::Unreachable => {
+            "Minion did not return. [Its master replica could not be reached]".to_owned()
+        }
         _ => format!(
             "Minion did not return. [No response]\nThe minions may not have all finished running and any remaining minions will return upon completion. To look up the return data for this job later, run the following command:\n\nsaltq run jobs.lookup_jid {jid}"
         ),

@@ -16,6 +16,16 @@ use tokio::sync::mpsc;
 /// costs a pointer per slot (tokio allocates a queue's slots 32 at a time, per subscription).
 pub type SubscriptionTx = mpsc::Sender<Arc<pb::SubscribeResponse>>;
 
+/// To whom a message was handed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Delivered {
+    /// The minions whose subscription took it, in the order asked.
+    pub sent: Vec<String>,
+    /// Minions connected to a replica of the cluster that could not be reached: neither sent
+    /// the message nor known to be disconnected.
+    pub unreachable: Vec<String>,
+}
+
 /// Where jobs for minions go.
 pub trait Delivery: Send + Sync {
     /// Records a minion's new subscription, replacing an older one; returns its connection id.
@@ -24,12 +34,12 @@ pub trait Delivery: Send + Sync {
     fn detach(&self, id: &str, conn_id: u64);
     /// Ends a minion's subscription whatever its connection (its key was deleted or rejected).
     fn close(&self, id: &str) -> bool;
-    /// Hands `msg` to the subscriptions of `ids`; answers the ids it was handed to, in order.
+    /// Hands `msg` to the subscriptions of `ids`; answers to whom, in order.
     fn deliver<'a>(
         &'a self,
         ids: &'a [String],
         msg: Arc<pb::SubscribeResponse>,
-    ) -> BoxFuture<'a, Vec<String>>;
+    ) -> BoxFuture<'a, Delivered>;
     /// Whether a minion has a live subscription.
     fn is_connected(&self, id: &str) -> bool;
     /// Ids with a live subscription, sorted.
@@ -100,9 +110,14 @@ impl Delivery for Subscriptions {
         &'a self,
         ids: &'a [String],
         msg: Arc<pb::SubscribeResponse>,
-    ) -> BoxFuture<'a, Vec<String>> {
+    ) -> BoxFuture<'a, Delivered> {
         let sent = self.deliver_here(ids, &msg);
-        Box::pin(async move { sent })
+        Box::pin(async move {
+            Delivered {
+                sent,
+                unreachable: Vec::new(),
+            }
+        })
     }
 
     fn is_connected(&self, id: &str) -> bool {

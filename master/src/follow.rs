@@ -40,19 +40,21 @@ impl Follower {
         timeout: Duration,
         gather: Duration,
     ) -> Follower {
-        let tracker = Tracker::new(
+        let mut tracker = Tracker::new(
             published.resp.minions,
             published.resp.missing,
             timeout,
             gather,
             now(),
         );
+        tracker.unreachable(published.unreachable);
         Follower::with(master, tracker, published.following, user)
     }
 
     /// Follows `published` until every expected minion returned or `timeout` passed.
     pub fn plain(master: Arc<Master>, published: Published, timeout: Duration) -> Follower {
-        let tracker = Tracker::plain(published.resp.minions, timeout, now());
+        let mut tracker = Tracker::plain(published.resp.minions, timeout, now());
+        tracker.unreachable(published.unreachable);
         Follower::with(master, tracker, published.following, "")
     }
 
@@ -128,6 +130,7 @@ impl Follower {
         };
         match published {
             Ok(p) => {
+                self.tracker.unreachable(p.unreachable);
                 self.tracker.asked(p.sent);
                 self.find_job = Some(p.following);
             }

@@ -60,6 +60,8 @@ pub struct Published {
     pub following: Following,
     /// The expected minions the job was handed to (connected, with room in their queue).
     pub sent: Vec<String>,
+    /// Expected minions held by a replica of the cluster that did not answer.
+    pub unreachable: Vec<String>,
 }
 
 impl Master {
@@ -182,9 +184,9 @@ impl Master {
         let msg = Arc::new(pb::SubscribeResponse {
             kind: Some(Kind::Job(load)),
         });
-        let sent = self.delivery.deliver(&expected, msg).await;
-        if sent.len() < expected.len() {
-            tracing::debug!(%jid, expected = expected.len(), sent = sent.len(), "job not delivered to every expected minion");
+        let delivered = self.delivery.deliver(&expected, msg).await;
+        if delivered.sent.len() < expected.len() {
+            tracing::debug!(%jid, expected = expected.len(), sent = delivered.sent.len(), unreachable = delivered.unreachable.len(), "job not delivered to every expected minion");
         }
         Ok(Published {
             resp: pb::PublishResponse {
@@ -193,7 +195,8 @@ impl Master {
                 missing,
             },
             following,
-            sent,
+            sent: delivered.sent,
+            unreachable: delivered.unreachable,
         })
     }
 

@@ -29,6 +29,8 @@ pub enum Silence {
     NoResponse,
     /// Not connected when the wait ended (Salt's `[Not connected]`).
     NotConnected,
+    /// Connected to a replica of the cluster that could not be reached with the job.
+    Unreachable,
 }
 
 /// The end of a followed job.
@@ -62,6 +64,8 @@ pub struct Tracker {
     pending: BTreeSet<String>,
     /// Listed ids without an accepted key: never sent the job, reported as not returned.
     missing: Vec<String>,
+    /// Expected minions whose replica could not be reached with the job.
+    unreachable: HashSet<String>,
     returned: u32,
     timeout: Duration,
     /// How long a find_job round waits for answers; `None` when the job is not to be asked
@@ -91,6 +95,7 @@ impl Tracker {
         Tracker {
             pending,
             missing,
+            unreachable: HashSet::new(),
             returned: 0,
             timeout,
             gather: Some(gather),
@@ -124,6 +129,12 @@ impl Tracker {
             self.phase = Phase::Done;
         }
         true
+    }
+
+    /// These expected minions could not be reached (their replica did not answer); unless
+    /// they return after all, they are reported [`Silence::Unreachable`].
+    pub fn unreachable(&mut self, ids: impl IntoIterator<Item = String>) {
+        self.unreachable.extend(ids);
     }
 
     /// Who was actually sent the find_job question (some may have gone away meanwhile).
@@ -220,7 +231,9 @@ impl Tracker {
             .pending
             .into_iter()
             .map(|id| {
-                let why = if connected(&id) {
+                let why = if self.unreachable.contains(&id) {
+                    Silence::Unreachable
+                } else if connected(&id) {
                     Silence::NoResponse
                 } else {
                     Silence::NotConnected
@@ -271,6 +284,31 @@ mod tests {
         let out = t.finish(all);
         assert_eq!(out.returned, 3);
         assert!(out.silent.is_empty());
+    }
+
+    #[test]
+    fn minions_behind_an_unreachable_replica_are_reported_so_unless_they_return() {
+        let t0 = Instant::now();
+        let mut t = Tracker::new(ids(4), vec![], T, G, t0);
+        t.unreachable(["m00001".to_owned(), "m00002".to_owned()]);
+        t.on_return("m00000");
+        // m00002 returned after all (the replica got the job but its answer was lost).
+        t.on_return("m00002");
+        let connected = |id: &str| id != "m00003";
+        assert_eq!(
+            t.poll(t0 + T, connected),
+            Step::FindJob(vec!["m00001".into()])
+        );
+        t.asked(Vec::<String>::new());
+        assert_eq!(t.poll(t0 + T, connected), Step::Done);
+        let out = t.finish(connected);
+        assert_eq!(
+            out.silent,
+            vec![
+                ("m00001".into(), Silence::Unreachable),
+                ("m00003".into(), Silence::NotConnected),
+            ]
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::nats::{Nats, NatsError};
 use super::routes::Routes;
-use crate::delivery::{Delivery, SubscriptionTx, Subscriptions};
+use crate::delivery::{Delivered, Delivery, SubscriptionTx, Subscriptions};
 
 /// How often a replica says it is alive; three silent periods and it is taken for dead.
 const HEARTBEAT: Duration = Duration::from_secs(2);
@@ -142,6 +142,17 @@ impl ClusterDelivery {
             }
         });
 
+        // Back from a NATS outage: the others may have expired this replica's routes, and
+        // this one theirs.
+        let d = this.clone();
+        let mut reconnects = nats.reconnects();
+        tokio::spawn(async move {
+            while reconnects.changed().await.is_ok() {
+                d.send_snapshot();
+                d.send(cpb::RoutesOp::Hello, Vec::new());
+            }
+        });
+
         this.send(cpb::RoutesOp::Hello, Vec::new());
         Ok(this)
     }
@@ -211,13 +222,14 @@ impl ClusterDelivery {
         }
     }
 
-    /// Asks `replica` to hand `msg` to `ids`; answers to whom it did.
+    /// Asks `replica` to hand `msg` to `ids`; answers to whom it did, or `Err(ids)` when the
+    /// replica did not answer.
     async fn deliver_there(
         &self,
         replica: &str,
         ids: Vec<String>,
         msg: &pb::SubscribeResponse,
-    ) -> Vec<String> {
+    ) -> Result<Vec<String>, Vec<String>> {
         let req = cpb::DeliverRequest {
             ids,
             message: Some(msg.clone()),
@@ -229,10 +241,10 @@ impl ClusterDelivery {
             .await
             .and_then(|b| cpb::DeliverReply::decode(b).map_err(|e| e.to_string()))
         {
-            Ok(reply) => reply.sent,
+            Ok(reply) => Ok(reply.sent),
             Err(e) => {
                 tracing::warn!(%replica, minions = req.ids.len(), "job not handed to the replica holding these minions: {e}");
-                Vec::new()
+                Err(req.ids)
             }
         }
     }
@@ -289,7 +301,7 @@ impl Delivery for ClusterDelivery {
         &'a self,
         ids: &'a [String],
         msg: Arc<pb::SubscribeResponse>,
-    ) -> BoxFuture<'a, Vec<String>> {
+    ) -> BoxFuture<'a, Delivered> {
         Box::pin(async move {
             let split = self.lock().split(ids);
             let mut sent = self.local.deliver_here(&split.mine, &msg);
@@ -298,15 +310,23 @@ impl Delivery for ClusterDelivery {
                 async move { self.deliver_there(&replica, ids, &msg).await }
             }))
             .await;
-            sent.extend(there.into_iter().flatten());
+            let mut unreachable = Vec::new();
+            for r in there {
+                match r {
+                    Ok(s) => sent.extend(s),
+                    Err(u) => unreachable.extend(u),
+                }
+            }
             // In the order asked for, as the local delivery answers.
             let order: std::collections::HashMap<&str, usize> = ids
                 .iter()
                 .enumerate()
                 .map(|(i, id)| (id.as_str(), i))
                 .collect();
-            sent.sort_by_key(|id| order.get(id.as_str()).copied().unwrap_or(usize::MAX));
-            sent
+            let key = |id: &String| order.get(id.as_str()).copied().unwrap_or(usize::MAX);
+            sent.sort_by_key(key);
+            unreachable.sort_by_key(key);
+            Delivered { sent, unreachable }
         })
     }
 

@@ -74,6 +74,8 @@ pub struct Nats {
     client: async_nats::Client,
     cluster_id: String,
     replica: String,
+    /// Counts the connections made after the first: a replica that was away says hello again.
+    reconnects: tokio::sync::watch::Receiver<u64>,
 }
 
 impl Nats {
@@ -91,7 +93,27 @@ impl Nats {
                     .map_err(|e| fail(e.to_string()))?,
             );
         }
+        let (reconnected, reconnects) = tokio::sync::watch::channel(0u64);
+        let first = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
         let mut o = async_nats::ConnectOptions::new()
+            .event_callback(move |event| {
+                let reconnected = reconnected.clone();
+                let first = first.clone();
+                async move {
+                    match event {
+                        async_nats::Event::Connected => {
+                            if !first.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                                tracing::info!("reconnected to NATS");
+                                reconnected.send_modify(|n| *n += 1);
+                            }
+                        }
+                        async_nats::Event::Disconnected => {
+                            tracing::warn!("disconnected from NATS; reconnecting");
+                        }
+                        other => tracing::debug!("NATS: {other}"),
+                    }
+                }
+            })
             .name(format!("saltq-master {} {}", opts.cluster_id, opts.replica))
             .connection_timeout(Duration::from_secs(5))
             .max_reconnects(None)
@@ -109,12 +131,18 @@ impl Nats {
             client,
             cluster_id: opts.cluster_id.clone(),
             replica: opts.replica.clone(),
+            reconnects,
         })
     }
 
     /// `saltq.<cluster_id>.<name>`.
     pub fn subject(&self, name: &str) -> String {
         format!("saltq.{}.{name}", self.cluster_id)
+    }
+
+    /// Changes each time the client connects again after losing the server.
+    pub fn reconnects(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.reconnects.clone()
     }
 
     /// This replica's name.

@@ -64,6 +64,7 @@ async fn follow(mut job: Follower, jid: String, out: Out) {
         let reason = match why {
             Silence::NoResponse => pb::NoReturnReason::NoResponse,
             Silence::NotConnected => pb::NoReturnReason::NotConnected,
+            Silence::Unreachable => pb::NoReturnReason::Unreachable,
         };
         send(
             &out,

@@ -446,3 +446,99 @@ fn keys_and_disconnects_are_seen_by_every_replica() {
     assert!(o.stdout.contains("ck2:\n    True"), "{o:?}");
     assert_eq!(o.code, 1, "{o:?}");
 }
+
+/// A nats-server of this test's own, so stopping it disturbs no other test.
+struct PrivateNats {
+    child: Option<Child>,
+    port: u16,
+    dir: Scratch,
+}
+
+impl PrivateNats {
+    fn start() -> Option<PrivateNats> {
+        let bin = ["/usr/sbin/nats-server", "/usr/bin/nats-server"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())?;
+        let mut n = PrivateNats {
+            child: None,
+            port: crate::ops::free_port(),
+            dir: Scratch::new("nats"),
+        };
+        n.launch(bin);
+        Some(n)
+    }
+
+    fn launch(&mut self, bin: &str) {
+        let child = Command::new(bin)
+            .args(["-a", "127.0.0.1", "-p", &self.port.to_string(), "-l"])
+            .arg(self.dir.0.join("nats.log"))
+            .spawn()
+            .expect("nats-server");
+        self.child = Some(child);
+        let addr = format!("127.0.0.1:{}", self.port);
+        eventually("nats-server listening", Duration::from_secs(10), || {
+            std::net::TcpStream::connect(&addr).ok().map(|_| ())
+        });
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for PrivateNats {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// NATS goes away and comes back: each replica keeps serving its own minions, a job published
+/// meanwhile names the minions it could not reach, and the cluster heals without a restart.
+#[test]
+fn a_nats_outage_names_the_minions_it_cut_off_and_heals() {
+    let Some((_, pg)) = servers() else { return };
+    let Some(mut nats) = PrivateNats::start() else {
+        eprintln!("skipped: no nats-server binary to run a private server");
+        return;
+    };
+    let c = Cluster::start(2, &nats.url(), &pg, "");
+    let _m: Vec<_> = (0..2)
+        .map(|i| c.replicas[i].minion(&format!("co{i}"), ""))
+        .collect();
+    for i in 0..2 {
+        c.replicas[i].wait_for(&format!("co{i}"));
+    }
+    let both = serde_json::json!({"co0": true, "co1": true});
+    let ping = |r: &Master| r.saltq(&["*", "test.ping", "--out", "json", "--static", "-t", "3"]);
+    eventually(
+        "both minions through replica 0",
+        Duration::from_secs(20),
+        || (ping(&c.replicas[0]).json() == both).then_some(()),
+    );
+
+    nats.kill();
+    let o = c.replicas[0].saltq(&["*", "test.ping", "-t", "2", "--gather-job-timeout", "1"]);
+    assert_eq!(o.code, 1, "{o:?}");
+    assert!(o.stdout.contains("co0:\n    True"), "{o:?}");
+    assert!(
+        o.stdout
+            .contains("co1:\n    Minion did not return. [Its master replica could not be reached]"),
+        "{o:?}"
+    );
+
+    let bin = ["/usr/sbin/nats-server", "/usr/bin/nats-server"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .unwrap();
+    nats.launch(bin);
+    eventually("the cluster heals", Duration::from_secs(40), || {
+        (ping(&c.replicas[0]).json() == both && ping(&c.replicas[1]).json() == both).then_some(())
+    });
+}

@@ -28,7 +28,7 @@ pub(crate) fn get(addr: &str, path: &str) -> (u16, String) {
     (status, body)
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
