@@ -35,8 +35,13 @@ impl Cluster {
         let pki = Scratch::new("cluster-pki");
         let schema = format!("saltq_e2e_cluster_{}_{}", std::process::id(), rand_suffix());
         let cluster_id = format!("e2e-{schema}").replace('_', "-");
+        let accept = if extra.contains("auto_accept") {
+            ""
+        } else {
+            "auto_accept: true\n"
+        };
         let cfg = format!(
-            "auto_accept: true\njob_cache: postgres\njob_cache_postgres: '{pg}'\n\
+            "{accept}job_cache: postgres\njob_cache_postgres: '{pg}'\n\
              job_cache_postgres_schema: {schema}\ncluster_id: {cluster_id}\n\
              cluster_nats: '{nats}'\ncluster_pki_dir: {}\n{extra}\n",
             pki.0.join("shared").display()
@@ -336,11 +341,17 @@ fn a_job_published_on_any_replica_reaches_the_minions_of_every_replica() {
             "{o:?}"
         );
     }
-    // The keys accepted on each replica are the cluster's.
+    // The keys accepted on each replica are the cluster's, and the runners see every minion.
     let o = c.replicas[1].saltq(&["key", "-L", "--out", "json"]);
     assert_eq!(
         o.json()["minions"],
         serde_json::json!(["cm0", "cm1", "cm2"]),
+        "{o:?}"
+    );
+    let o = c.replicas[2].saltq(&["run", "manage.status", "--out", "json"]);
+    assert_eq!(
+        o.json(),
+        serde_json::json!({"up": ["cm0", "cm1", "cm2"], "down": []}),
         "{o:?}"
     );
 
@@ -541,4 +552,43 @@ fn a_nats_outage_names_the_minions_it_cut_off_and_heals() {
     eventually("the cluster heals", Duration::from_secs(40), || {
         (ping(&c.replicas[0]).json() == both && ping(&c.replicas[1]).json() == both).then_some(())
     });
+}
+
+/// Without auto_accept: a new minion's key is pending on every replica; two replicas accepting
+/// it at once leave one accepted key everywhere, and the minion (connected to a third) is in.
+#[test]
+fn a_key_accepted_on_two_replicas_at_once_is_accepted_once_everywhere() {
+    let Some((nats, pg)) = servers() else { return };
+    let c = Cluster::start(3, &nats, &pg, "auto_accept: false");
+    let _m = c.replicas[2].minion("kr", "");
+    for r in &c.replicas {
+        eventually(
+            "kr pending on every replica",
+            Duration::from_secs(20),
+            || {
+                let o = r.saltq(&["key", "-l", "pre", "--out", "json"]);
+                o.stdout.contains("\"kr\"").then_some(())
+            },
+        );
+    }
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| c.replicas[0].saltq(&["key", "-a", "kr", "-y"]));
+        let b = s.spawn(|| c.replicas[1].saltq(&["key", "-a", "kr", "-y"]));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert_eq!((a.code, b.code), (0, 0), "{a:?}\n{b:?}");
+    for r in &c.replicas {
+        eventually(
+            "kr accepted, and only accepted",
+            Duration::from_secs(20),
+            || {
+                let v = r.saltq(&["key", "-L", "--out", "json"]).json();
+                (v["minions"] == serde_json::json!(["kr"])
+                    && v["minions_pre"] == serde_json::json!([]))
+                .then_some(())
+            },
+        );
+    }
+    // The minion waits acceptance_wait_time (10 s by default) before it asks again.
+    c.replicas[0].wait_for("kr");
 }
