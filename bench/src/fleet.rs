@@ -62,20 +62,25 @@ fn existing(p: PathBuf, build: &str) -> anyhow::Result<PathBuf> {
 pub struct Master {
     /// The process.
     pub proc: Proc,
-    /// Its `root_dir`.
-    pub root: PathBuf,
     /// The QUIC (and HTTP/2) port.
     pub port: u16,
     /// The plain-HTTP address serving `/metrics`.
     pub http: SocketAddr,
     /// A config dir for the CLI: `master` with `root_dir` and the real port.
     pub cli_dir: PathBuf,
+    /// Where the CA and the admin certificate are: `pki_dir`, or a cluster's `cluster_pki_dir`.
+    pub cert_dir: PathBuf,
 }
 
 impl Master {
     /// Starts a master with `root_dir` = `root` (kept across starts if it exists) on ephemeral
     /// ports and waits until it has written its addresses.
     pub fn start(bins: &Bins, root: &Path) -> anyhow::Result<Master> {
+        Master::start_with(bins, root, "")
+    }
+
+    /// As [`Master::start`], with extra config lines.
+    pub fn start_with(bins: &Bins, root: &Path, extra: &str) -> anyhow::Result<Master> {
         let etc = root.join("etc");
         std::fs::create_dir_all(&etc)
             .with_context(|| format!("cannot create {}", etc.display()))?;
@@ -83,7 +88,7 @@ impl Master {
             etc.join("master"),
             format!(
                 "root_dir: {}\ninterface: 127.0.0.1\nport: 0\nhttp_interface: 127.0.0.1\n\
-                 http_port: 0\nauto_accept: true\nlog_level: warning\n",
+                 http_port: 0\nauto_accept: true\nlog_level: warning\n{extra}",
                 root.display()
             ),
         )?;
@@ -126,10 +131,10 @@ impl Master {
         )?;
         Ok(Master {
             proc,
-            root: root.to_path_buf(),
             port,
             http,
             cli_dir,
+            cert_dir: root.join("etc/saltq/pki/master"),
         })
     }
 
@@ -216,7 +221,7 @@ impl Master {
 
     /// A new connection to the master's API with the admin certificate, over QUIC.
     async fn channel(&self) -> anyhow::Result<Channel> {
-        let pki = self.root.join("etc/saltq/pki/master");
+        let pki = &self.cert_dir;
         let opts = ConnectOptions {
             host: "127.0.0.1".into(),
             port: self.port,
@@ -270,12 +275,23 @@ pub fn start_minion(bins: &Bins, root: &Path, id: &str, port: u16) -> anyhow::Re
 
 /// Starts a swarm of `count` virtual minions (`swarm-00000`...) whose keys live under `root`.
 pub fn start_swarm(bins: &Bins, root: &Path, count: usize, port: u16) -> anyhow::Result<Proc> {
+    start_swarm_named(bins, root, count, port, "swarm-")
+}
+
+/// As [`start_swarm`], with minion ids `PREFIX` and a number.
+pub fn start_swarm_named(
+    bins: &Bins,
+    root: &Path,
+    count: usize,
+    port: u16,
+    prefix: &str,
+) -> anyhow::Result<Proc> {
     let etc = minion_config(root, "swarm-base", port)?;
     Proc::spawn(
         Command::new(bins.minion()?)
             .arg("-c")
             .arg(&etc)
-            .args(["swarm", "--count", &count.to_string()])
+            .args(["swarm", "--count", &count.to_string(), "--prefix", prefix])
             .args(["--master", "127.0.0.1", "--master-port", &port.to_string()]),
         &format!("saltq-minion swarm of {count}"),
         &root.join("swarm.log"),

@@ -2,6 +2,7 @@
 //! binaries on loopback, beside Salt 3007.8, prints a Markdown table and writes JSON.
 //! `scripts/bench` builds everything first and calls this.
 
+mod cluster;
 mod fleet;
 mod host;
 mod procs;

@@ -31,6 +31,9 @@ pub enum Scenario {
     /// Publishing to a swarm of SIZE: how long the master takes to publish (glob and grain
     /// targets), and how long a call needing the connected set waits meanwhile.
     Publish,
+    /// One replica against three of a cluster (PostgreSQL and NATS on this machine), a swarm
+    /// of SIZE spread over them: all returned, publish rate, NATS messages per job.
+    Cluster,
 }
 
 impl Scenario {
@@ -43,6 +46,7 @@ impl Scenario {
             Scenario::Swarm => "swarm",
             Scenario::Returns => "returns",
             Scenario::Publish => "publish",
+            Scenario::Cluster => "cluster",
         }
     }
 
@@ -52,6 +56,7 @@ impl Scenario {
             Scenario::Cli | Scenario::Rpc | Scenario::MinionRss => 1,
             Scenario::Swarm | Scenario::Returns => 1000,
             Scenario::Publish => 10_000,
+            Scenario::Cluster => 1000,
         }
     }
 }
@@ -93,7 +98,7 @@ impl Ctx {
         self.runs.unwrap_or(default).max(1)
     }
 
-    fn fresh_dir(&mut self, name: &str) -> anyhow::Result<PathBuf> {
+    pub(crate) fn fresh_dir(&mut self, name: &str) -> anyhow::Result<PathBuf> {
         let d = self.work.join(name);
         if d.exists() {
             std::fs::remove_dir_all(&d).with_context(|| format!("cannot clear {}", d.display()))?;
@@ -117,6 +122,7 @@ impl Ctx {
             Scenario::Swarm => self.swarm(size).await,
             Scenario::Returns => self.returns(size).await,
             Scenario::Publish => self.publish(size).await,
+            Scenario::Cluster => self.cluster(size).await,
         };
         match (&result, self.scratch.take()) {
             (Ok(()), Some(d)) => {

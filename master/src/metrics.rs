@@ -105,6 +105,8 @@ pub struct Gauges {
     pub keys: Vec<(&'static str, usize)>,
     /// In a cluster: this replica's name, the subscriptions it holds, and the live replicas.
     pub cluster: Option<ClusterGauges>,
+    /// Write transactions the job cache committed.
+    pub cache_transactions: u64,
 }
 
 /// A replica's share of the cluster, read at scrape time.
@@ -115,6 +117,8 @@ pub struct ClusterGauges {
     pub here: usize,
     /// Replicas heard from recently, this one included.
     pub replicas: usize,
+    /// NATS messages this replica published.
+    pub nats_sent: u64,
 }
 
 impl Metrics {
@@ -136,6 +140,12 @@ impl Metrics {
         for (state, n) in &g.keys {
             let _ = writeln!(out, "saltq_minions{{state=\"{state}\"}} {n}");
         }
+        let _ = writeln!(
+            out,
+            "# HELP saltq_job_cache_transactions_total Write transactions the job cache committed (one per batch).\n\
+             # TYPE saltq_job_cache_transactions_total counter\nsaltq_job_cache_transactions_total {}",
+            g.cache_transactions
+        );
         counter(
             &mut out,
             "saltq_jobs_published_total",
@@ -186,6 +196,13 @@ impl Metrics {
                  # TYPE saltq_cluster_replicas gauge\nsaltq_cluster_replicas {}",
                 c.replicas
             );
+            let _ = writeln!(
+                out,
+                "# HELP saltq_cluster_nats_messages_sent_total NATS messages this replica published.\n\
+                 # TYPE saltq_cluster_nats_messages_sent_total counter\n\
+                 saltq_cluster_nats_messages_sent_total {}",
+                c.nats_sent
+            );
             counter(
                 &mut out,
                 "saltq_cluster_jobs_published_total",
@@ -226,6 +243,7 @@ mod tests {
             connected: 2,
             keys: vec![("accepted", 3)],
             cluster: None,
+            cache_transactions: 0,
         });
         assert!(
             text.contains("saltq_return_latency_seconds_bucket{le=\"0.001\"} 1"),
@@ -247,7 +265,9 @@ mod tests {
                 replica: "r1-0a".into(),
                 here: 1,
                 replicas: 3,
+                nats_sent: 7,
             }),
+            cache_transactions: 2,
         });
         assert!(
             text.contains("saltq_replica_minions_connected{replica=\"r1-0a\"} 1"),

@@ -514,6 +514,7 @@ async fn probe(master: &Master, path: &str) -> saltq_transport::http::Reply {
                 connected: master.connected().len(),
                 keys: keys.iter().map(|(s, ids)| (s.name(), ids.len())).collect(),
                 cluster: master.cluster.as_ref().map(|c| c.gauges()),
+                cache_transactions: master.cache.stats().transactions,
             };
             (
                 200,

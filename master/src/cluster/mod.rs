@@ -136,6 +136,7 @@ impl Cluster {
             replica: self.nats.replica().to_owned(),
             here,
             replicas,
+            nats_sent: self.nats.sent(),
         }
     }
 

@@ -76,6 +76,8 @@ pub struct Nats {
     replica: String,
     /// Counts the connections made after the first: a replica that was away says hello again.
     reconnects: tokio::sync::watch::Receiver<u64>,
+    /// Messages this replica published (requests and answers included), for /metrics.
+    sent: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Nats {
@@ -132,12 +134,18 @@ impl Nats {
             cluster_id: opts.cluster_id.clone(),
             replica: opts.replica.clone(),
             reconnects,
+            sent: Default::default(),
         })
     }
 
     /// `saltq.<cluster_id>.<name>`.
     pub fn subject(&self, name: &str) -> String {
         format!("saltq.{}.{name}", self.cluster_id)
+    }
+
+    /// Messages published so far by this replica.
+    pub fn sent(&self) -> u64 {
+        self.sent.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Changes each time the client connects again after losing the server.
@@ -160,6 +168,7 @@ impl Nats {
     pub async fn publish(&self, subject: String, payload: Bytes) -> Result<(), String> {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert(REPLICA_HEADER, self.replica.as_str());
+        self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.client
             .publish_with_headers(subject, headers, payload)
             .await
@@ -200,6 +209,7 @@ impl Nats {
     ) -> Result<Bytes, String> {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert(REPLICA_HEADER, self.replica.as_str());
+        self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         match tokio::time::timeout(
             timeout,
             self.client
