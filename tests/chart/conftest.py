@@ -39,14 +39,27 @@ SCENARIOS: dict[str, dict] = {
     "cert-manager": {
         "certificates": {"mode": "certManager", "certManager": {"clients": ["alice"]}},
     },
-    "postgres-3-replicas": {
+    # A cluster of masters: NATS by URL, PostgreSQL from a Secret, the PKI from cert-manager.
+    "cluster-3-replicas": {
         "certificates": {"mode": "certManager"},
         "master": {
             "replicas": 3,
+            "cluster": {"nats": {"url": "nats://nats.nats.svc:4222"}},
             "config": {"job_cache": "postgres", "job_cache_postgres": "host=pg.db user=saltq dbname=saltq"},
             "jobCache": {"postgresSecret": {"name": "saltq-pg", "key": "connection"}},
             "autosign": ["node-*"],
         },
+    },
+    # The same from a Secret of the user's, with its own cluster name and several NATS servers.
+    "cluster-existing-secret": {
+        "certificates": {"mode": "existingSecret", "existingSecret": {"name": "saltq-tls", "caKeyKey": "ca.pem.key"}},
+        "master": {
+            "replicas": 5,
+            "cluster": {"id": "prod", "nats": {"url": ["nats://n1.nats:4222", "nats://n2.nats:4222"]}},
+            "config": {"job_cache": "postgres"},
+            "jobCache": {"postgresSecret": {"name": "saltq-pg"}},
+        },
+        "minion": {"enabled": False},
     },
     "host-access": {"minion": {"hostAccess": {"enabled": True}, "health": {"enabled": True}}},
     "everything-optional": {

@@ -3,7 +3,9 @@ against the Kubernetes API schemas, and check what a deployment depends on."""
 
 from __future__ import annotations
 
+import copy
 import json
+import pathlib
 import shutil
 
 import helm_python as helm
@@ -26,6 +28,9 @@ from conftest import (
 
 MASTER = "demo-saltq-master"
 MINION = "demo-saltq-minion"
+PKI_DIR = "/srv/saltq/cluster-pki"
+CLUSTER_KEYS = {"cluster_id", "cluster_nats", "cluster_pki_dir"}
+PKI_FILES = {"ca.crt", "ca.key", "master.crt", "master.key", "admin.crt", "admin.key"}
 SCHEMA = json.loads((CHART / "values.schema.json").read_text())
 
 
@@ -35,6 +40,33 @@ def containers(pod_spec: dict, init: bool = True) -> list[dict]:
 
 def pod_specs(r: Rendered) -> list[dict]:
     return [o["spec"]["template"]["spec"] for o in r.objects if o["kind"] in ("StatefulSet", "DaemonSet", "Deployment")]
+
+
+def shared_pki_files(r: Rendered) -> dict[str, tuple[str, str]]:
+    """cluster_pki_dir as the master pod sees it: file -> (Secret, key), checked on the way to
+    be a read-only file over a writable folder."""
+    spec = r.one("StatefulSet")["spec"]["template"]["spec"]
+    mounts = spec["containers"][0]["volumeMounts"]
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    folder = [m for m in mounts if m["mountPath"] == PKI_DIR]
+    if not folder:
+        return {}
+    # The folder itself is writable (the master's lock file, `saltq pki issue`), and per pod.
+    (folder,) = folder
+    assert not folder.get("readOnly") and "emptyDir" in volumes[folder["name"]]
+    sources = {}
+    files = {}
+    for m in mounts:
+        if not m["mountPath"].startswith(PKI_DIR + "/"):
+            continue
+        name = m["mountPath"][len(PKI_DIR) + 1 :]
+        assert m["readOnly"] is True and m["subPath"] == name, m
+        if not sources:
+            for src in volumes[m["name"]]["projected"]["sources"]:
+                for item in src["secret"]["items"]:
+                    sources[item["path"]] = (src["secret"]["name"], item["key"])
+        files[name] = sources[m["subPath"]]
+    return files
 
 
 def checksum(r: Rendered, kind: str) -> str:
@@ -68,6 +100,10 @@ def test_lint_has_no_errors_or_warnings(scenario: str, version: str) -> None:
         ({"master": {"enabled": False}}, "/minion/master"),
         ({"certificates": {"mode": "existingSecret"}}, "/certificates/existingSecret/name"),
         ({"imagePullSecret": []}, "'imagePullSecret' not allowed"),
+        ({"master": {"cluster": {"nats": {"url": "http://nats:4222"}}}}, "/master/cluster/nats/url"),
+        ({"master": {"cluster": {"id": "a b"}}}, "/master/cluster/id"),
+        ({"master": {"cluster": {"enabled": "yes"}}}, "/master/cluster/enabled"),
+        ({"master": {"cluster": {"pki": {"secret": 1}}}}, "/master/cluster/pki/secret"),
     ],
 )
 def test_schema_rejects_wrong_values(values: dict, where: str) -> None:
@@ -76,17 +112,23 @@ def test_schema_rejects_wrong_values(values: dict, where: str) -> None:
     assert where in str(err.value)
 
 
+def without_schema(tmp_path) -> "pathlib.Path":
+    """A copy of the chart without its schema: what the templates alone refuse
+    (helm template --skip-schema-validation, or a schema lifted)."""
+    copy = tmp_path / "saltq"
+    shutil.copytree(CHART, copy)
+    (copy / "values.schema.json").unlink()
+    return copy
+
+
 def test_three_replicas_with_sqlite_fail_with_a_clear_message(tmp_path) -> None:
     values = {"master": {"replicas": 3}}
     # The schema stops `helm install` first, naming the key to change.
     with pytest.raises(helm.HelmValuesError) as err:
         render(values)
     assert "/master/config/job_cache': value must be 'postgres'" in str(err.value)
-    # The templates refuse it too (helm template --skip-schema-validation, or a schema lifted):
-    # render a copy of the chart without its schema.
-    copy = tmp_path / "saltq"
-    shutil.copytree(CHART, copy)
-    (copy / "values.schema.json").unlink()
+    # The templates refuse it too.
+    copy = without_schema(tmp_path)
     with helm.Chart.load(copy) as chart, pytest.raises(helm.HelmRenderError) as err:
         chart.render(values=values, name="demo", namespace=NAMESPACE)
     assert "master.replicas=3 needs the PostgreSQL job cache" in str(err.value)
@@ -97,6 +139,95 @@ def test_three_replicas_with_sqlite_fail_with_a_clear_message(tmp_path) -> None:
             namespace=NAMESPACE,
         )
     assert "needs one server certificate for every replica" in str(err.value)
+
+
+# A cluster with everything it needs; each case below takes one part away.
+CLUSTER = SCENARIOS["cluster-3-replicas"]
+
+
+def cluster_without(path: str, value) -> dict:
+    """CLUSTER with the value at a dotted path replaced."""
+    values = copy.deepcopy(CLUSTER)
+    *parents, last = path.split(".")
+    node = values
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[last] = value
+    return values
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "schema_says", "templates_say"),
+    [
+        (
+            "master.cluster.nats.url",
+            "",
+            "/master/cluster/nats/url",
+            "master.replicas=3 makes the masters a cluster, which talks through NATS: set master.cluster.nats.url",
+        ),
+        (
+            "master.config.job_cache",
+            "sqlite",
+            "/master/config/job_cache': value must be 'postgres'",
+            "master.replicas=3 needs the PostgreSQL job cache: set master.config.job_cache=postgres",
+        ),
+        (
+            "certificates.mode",
+            "selfSigned",
+            "/certificates/mode",
+            "master.replicas=3 needs one server certificate for every replica: set certificates.mode",
+        ),
+        (
+            "master.cluster.enabled",
+            False,
+            "/master/cluster/enabled",
+            "master.replicas=3 makes the masters a cluster, but master.cluster.enabled=false",
+        ),
+    ],
+)
+def test_a_cluster_missing_a_part_is_refused_naming_the_value(
+    tmp_path, path: str, value, schema_says: str, templates_say: str
+) -> None:
+    values = cluster_without(path, value)
+    with pytest.raises(helm.HelmValuesError) as err:
+        render(values)
+    assert schema_says in str(err.value)
+    with helm.Chart.load(without_schema(tmp_path)) as chart, pytest.raises(helm.HelmRenderError) as err:
+        chart.render(values=values, name="demo", namespace=NAMESPACE)
+    assert templates_say in str(err.value)
+
+
+def test_a_cluster_refuses_a_ca_whose_key_the_chart_cannot_read() -> None:
+    # An external issuer's CA key is not in the namespace: the replicas need a PKI Secret then.
+    values = cluster_without("certificates.certManager", {"issuerRef": {"name": "corp-ca", "kind": "ClusterIssuer"}})
+    with pytest.raises(helm.HelmRenderError) as err:
+        render(values)
+    assert "certificates.certManager.issuerRef.name=corp-ca needs master.cluster.pki.secret" in str(err.value)
+    values["master"]["cluster"]["pki"] = {"secret": "saltq-cluster-pki"}
+    r = render(values)
+    files = shared_pki_files(r)
+    for f in ("ca.crt", "ca.key", "admin.crt", "admin.key"):
+        assert files[f] == ("saltq-cluster-pki", f)
+    assert files["master.crt"] == ("demo-saltq-master-tls", "tls.crt")
+    # No admin Certificate and no chart CA: the Secret has them.
+    assert {c["metadata"]["name"] for c in r.all("Certificate")} == {"demo-saltq-master"}
+
+
+def test_a_one_replica_cluster_when_asked(tmp_path) -> None:
+    values = cluster_without("master.replicas", 1)
+    values["master"]["cluster"]["enabled"] = True
+    r = render(values)
+    cfg = r.configmap_file(MASTER, "master")
+    assert cfg["cluster_id"] == "demo-saltq" and cfg["cluster_pki_dir"] == PKI_DIR
+    assert shared_pki_files(r)
+    assert r.one("PodDisruptionBudget")["spec"] == {
+        "maxUnavailable": 1,
+        "selector": r.one("PodDisruptionBudget")["spec"]["selector"],
+    }
+    values["master"]["cluster"]["nats"] = {"url": ""}
+    with pytest.raises(helm.HelmRenderError) as err:
+        render(values)
+    assert "master.cluster.enabled=true makes the masters a cluster, which talks through NATS" in str(err.value)
 
 
 @pytest.mark.parametrize(
@@ -199,7 +330,7 @@ def test_one_mixed_protocol_service_when_asked(rendered: dict[str, Rendered]) ->
 
 
 def test_master_probes_use_the_http_port(rendered: dict[str, Rendered]) -> None:
-    for name in ("default", "postgres-3-replicas", "everything-optional"):
+    for name in ("default", "cluster-3-replicas", "everything-optional"):
         c = rendered[name].one("StatefulSet")["spec"]["template"]["spec"]["containers"][0]
         http = next(p for p in c["ports"] if p["name"] == "http")
         assert http["containerPort"] == 8080
@@ -401,8 +532,8 @@ def test_cert_manager_issues_the_master_certificate_and_shares_only_the_ca(rende
     assert minion_secret["items"] == [{"key": "ca.crt", "path": "ca/ca.crt"}]
 
 
-def test_postgres_with_three_replicas(rendered: dict[str, Rendered]) -> None:
-    r = rendered["postgres-3-replicas"]
+def test_postgres_in_a_cluster_of_three(rendered: dict[str, Rendered]) -> None:
+    r = rendered["cluster-3-replicas"]
     sts = r.one("StatefulSet")
     assert sts["spec"]["replicas"] == 3
     cfg = r.configmap_file(MASTER, "master")
@@ -413,7 +544,99 @@ def test_postgres_with_three_replicas(rendered: dict[str, Rendered]) -> None:
     }
     assert cfg["autosign_file"] == "/etc/saltq/autosign.conf"
     assert r.one("ConfigMap", MASTER)["data"]["autosign.conf"] == "node-*\n"
-    assert "accept keys on every pod" in r.notes
+    assert "Keys are shared by the cluster: accept them on any pod, once." in r.notes
+
+
+CLUSTERS = {"cluster-3-replicas": 3, "cluster-existing-secret": 5}
+
+
+def test_cluster_keys_only_in_a_cluster(rendered: dict[str, Rendered]) -> None:
+    for name, r in rendered.items():
+        if not r.all("StatefulSet"):
+            continue
+        cfg = r.configmap_file(MASTER, "master")
+        # Each replica names itself <pod name>_master: the chart sets no id.
+        assert "id" not in cfg, name
+        if name not in CLUSTERS:
+            assert not CLUSTER_KEYS & set(cfg), (name, CLUSTER_KEYS & set(cfg))
+            assert not shared_pki_files(r), name
+            continue
+        assert r.one("StatefulSet")["spec"]["replicas"] == CLUSTERS[name]
+        assert cfg["cluster_pki_dir"] == PKI_DIR and cfg["job_cache"] == "postgres"
+    three = rendered["cluster-3-replicas"].configmap_file(MASTER, "master")
+    assert (three["cluster_id"], three["cluster_nats"]) == ("demo-saltq", "nats://nats.nats.svc:4222")
+    five = rendered["cluster-existing-secret"].configmap_file(MASTER, "master")
+    assert (five["cluster_id"], five["cluster_nats"]) == ("prod", ["nats://n1.nats:4222", "nats://n2.nats:4222"])
+    assert "cluster_id demo-saltq" in rendered["cluster-3-replicas"].notes
+    assert "cluster_id" not in rendered["default"].notes
+
+
+@pytest.mark.parametrize("scenario", CLUSTERS)
+def test_every_replica_mounts_the_same_shared_pki(rendered: dict[str, Rendered], scenario: str) -> None:
+    r = rendered[scenario]
+    sts = r.one("StatefulSet")
+    # One pod template for every replica, and its PKI comes only from Secrets (nothing per pod).
+    files = shared_pki_files(r)
+    assert set(files) == PKI_FILES
+    spec = sts["spec"]["template"]["spec"]
+    pki = next(v for v in spec["volumes"] if v["name"] == "cluster-pki-files")
+    assert all(set(src) == {"secret"} for src in pki["projected"]["sources"])
+    assert pki["projected"]["defaultMode"] == 0o440
+    # Postgres from the Secret, not in the ConfigMap.
+    env = {e["name"]: e for e in spec["containers"][0]["env"]}
+    assert env["SALTQ_JOB_CACHE_POSTGRES"]["valueFrom"]["secretKeyRef"]["name"] == "saltq-pg"
+
+
+def test_cluster_pki_from_cert_manager(rendered: dict[str, Rendered]) -> None:
+    r = rendered["cluster-3-replicas"]
+    assert shared_pki_files(r) == {
+        "ca.crt": ("demo-saltq-ca", "tls.crt"),
+        "ca.key": ("demo-saltq-ca", "tls.key"),
+        "master.crt": ("demo-saltq-master-tls", "tls.crt"),
+        "master.key": ("demo-saltq-master-tls", "tls.key"),
+        "admin.crt": ("demo-saltq-admin", "tls.crt"),
+        "admin.key": ("demo-saltq-admin", "tls.key"),
+    }
+    certs = {c["metadata"]["name"]: c["spec"] for c in r.all("Certificate")}
+    admin = certs["demo-saltq-admin"]
+    assert admin["secretName"] == "demo-saltq-admin" and admin["commonName"] == "admin"
+    assert admin["subject"]["organizationalUnits"] == ["saltq-client"] and admin["usages"][0] == "client auth"
+    assert admin["issuerRef"]["name"] == "demo-saltq-ca"
+    # The masters read their CA's key as PKCS#8; cert-manager writes PKCS#1/SEC1 unless asked.
+    assert certs["demo-saltq-ca"]["privateKey"]["encoding"] == "PKCS8"
+    single = {c["metadata"]["name"]: c["spec"] for c in rendered["cert-manager"].all("Certificate")}
+    assert "encoding" not in single["demo-saltq-ca"]["privateKey"] and "demo-saltq-admin" not in single
+    # The server certificate is still the one the minions trust.
+    cfg = r.configmap_file(MASTER, "master")
+    assert cfg["master_cert_file"] == "/etc/saltq/tls/tls.crt"
+
+
+def test_cluster_pki_from_an_existing_secret(rendered: dict[str, Rendered]) -> None:
+    assert shared_pki_files(rendered["cluster-existing-secret"]) == {
+        "ca.crt": ("saltq-tls", "ca.crt"),
+        "ca.key": ("saltq-tls", "ca.pem.key"),
+        "master.crt": ("saltq-tls", "tls.crt"),
+        "master.key": ("saltq-tls", "tls.key"),
+        "admin.crt": ("saltq-tls", "admin.crt"),
+        "admin.key": ("saltq-tls", "admin.key"),
+    }
+    assert not rendered["cluster-existing-secret"].all("Certificate")
+
+
+@pytest.mark.parametrize(("replicas", "budget"), [
+    (1, {"maxUnavailable": 1}),
+    (2, {"minAvailable": 2}),
+    (3, {"minAvailable": 2}),
+    (4, {"minAvailable": 3}),
+    (5, {"minAvailable": 3}),
+    (7, {"minAvailable": 4}),
+])
+def test_disruption_budget_keeps_a_majority_of_a_cluster(replicas: int, budget: dict) -> None:
+    values = cluster_without("master.replicas", replicas)
+    if replicas == 1:
+        values = {}
+    spec = render(values).one("PodDisruptionBudget")["spec"]
+    assert {k: v for k, v in spec.items() if k != "selector"} == budget
 
 
 def test_network_policy_and_service_monitor(rendered: dict[str, Rendered]) -> None:
@@ -481,7 +704,7 @@ def test_minion_only_with_the_external_masters_ca() -> None:
     assert {"secret": {"name": "corp-salt-ca", "items": [{"key": "root.pem", "path": "ca/ca.crt"}]}} in sources
 
 
-@pytest.mark.parametrize("scenario", ["default", "cert-manager", "postgres-3-replicas", "everything-optional"])
+@pytest.mark.parametrize("scenario", ["default", "cert-manager", "cluster-3-replicas", "everything-optional"])
 def test_the_name_minions_dial_is_in_the_masters_certificate(rendered: dict[str, Rendered], scenario: str) -> None:
     r = rendered[scenario]
     dialled = r.configmap_file(MINION, "minion")["master"] if r.all("DaemonSet") else None

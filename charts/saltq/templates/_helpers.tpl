@@ -84,6 +84,53 @@ ca.crt
 {{- end -}}
 {{- end -}}
 
+{{/* "true" when the masters are a cluster (cluster_id): master.cluster.enabled, else replicas > 1. */}}
+{{- define "saltq.master.cluster" -}}
+{{- $on := .Values.master.cluster.enabled -}}
+{{- if kindIs "invalid" $on -}}
+{{- $on = gt (int .Values.master.replicas) 1 -}}
+{{- end -}}
+{{- if and .Values.master.enabled $on -}}true{{- end -}}
+{{- end -}}
+
+{{/* Where every replica finds the shared CA, server and admin certificates (cluster_pki_dir). */}}
+{{- define "saltq.master.clusterPkiDir" -}}/srv/saltq/cluster-pki{{- end -}}
+
+{{/*
+The files of cluster_pki_dir and the Secrets they come from, as a list of
+{secret, key, file}: the same Secrets on every replica, so every replica reads the same CA, server
+and admin certificates and none creates its own.
+*/}}
+{{- define "saltq.master.clusterPkiFiles" -}}
+{{- $v := .Values -}}
+{{- $fullname := include "saltq.fullname" . -}}
+{{- $es := $v.certificates.existingSecret -}}
+{{- $existing := eq $v.certificates.mode "existingSecret" -}}
+{{- $tls := include "saltq.tlsSecret" . -}}
+{{- $out := list
+  (dict "secret" $tls "key" (ternary $es.certKey "tls.crt" $existing) "file" "master.crt")
+  (dict "secret" $tls "key" (ternary $es.keyKey "tls.key" $existing) "file" "master.key") -}}
+{{- $own := $v.master.cluster.pki.secret -}}
+{{- if $own -}}
+{{- range list "ca.crt" "ca.key" "admin.crt" "admin.key" -}}
+{{- $out = append $out (dict "secret" $own "key" . "file" .) -}}
+{{- end -}}
+{{- else if $existing -}}
+{{- $out = concat $out (list
+  (dict "secret" $tls "key" $es.caKey "file" "ca.crt")
+  (dict "secret" $tls "key" $es.caKeyKey "file" "ca.key")
+  (dict "secret" $tls "key" $es.adminCertKey "file" "admin.crt")
+  (dict "secret" $tls "key" $es.adminKeyKey "file" "admin.key")) -}}
+{{- else -}}
+{{- $out = concat $out (list
+  (dict "secret" (printf "%s-ca" $fullname) "key" "tls.crt" "file" "ca.crt")
+  (dict "secret" (printf "%s-ca" $fullname) "key" "tls.key" "file" "ca.key")
+  (dict "secret" (printf "%s-admin" $fullname) "key" "tls.crt" "file" "admin.crt")
+  (dict "secret" (printf "%s-admin" $fullname) "key" "tls.key" "file" "admin.key")) -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
 {{- define "saltq.master.serviceAccountName" -}}
 {{- if .Values.master.serviceAccount.create -}}
 {{- default (include "saltq.master.fullname" .) .Values.master.serviceAccount.name -}}
@@ -134,6 +181,13 @@ master.config over them; cert_sans and client_ca_files add the user's entries to
 {{- end -}}
 {{- if $v.master.autosign -}}
 {{- $_ := set $cfg "autosign_file" "/etc/saltq/autosign.conf" -}}
+{{- end -}}
+{{- if include "saltq.master.cluster" . -}}
+{{- $_ := set $cfg "cluster_id" (default (include "saltq.fullname" .) $v.master.cluster.id) -}}
+{{- with $v.master.cluster.nats.url -}}
+{{- $_ := set $cfg "cluster_nats" . -}}
+{{- end -}}
+{{- $_ := set $cfg "cluster_pki_dir" (include "saltq.master.clusterPkiDir" .) -}}
 {{- end -}}
 {{- range $k, $val := $user -}}
 {{- $_ := set $cfg $k $val -}}
@@ -199,7 +253,7 @@ http: {{ int $c.http_port }}
 
 {{/*
 Values that the schema cannot judge alone, refused with what to change. values.schema.json
-repeats the replica rule so `helm install` stops before rendering; this is the message a user
+repeats the replica rules so `helm install` stops before rendering; this is the message a user
 sees from `helm template` and the rule for anything the schema lets through.
 */}}
 {{- define "saltq.validate" -}}
@@ -210,11 +264,22 @@ sees from `helm template` and the rule for anything the schema lets through.
 {{- if $v.master.enabled -}}
 {{- $c := include "saltq.master.config" . | fromYaml -}}
 {{- $replicas := int $v.master.replicas -}}
-{{- if and (gt $replicas 1) (ne (toString $c.job_cache) "postgres") -}}
-{{- fail (printf "master.replicas=%d needs the PostgreSQL job cache: set master.config.job_cache=postgres and master.config.job_cache_postgres (or master.jobCache.postgresSecret.name); the embedded SQLite cache (job_cache=%s) lives on one pod's volume and cannot be shared" $replicas (toString $c.job_cache)) -}}
+{{- $cluster := include "saltq.master.cluster" . -}}
+{{- if and (gt $replicas 1) (not $cluster) -}}
+{{- fail (printf "master.replicas=%d makes the masters a cluster, but master.cluster.enabled=false: leave it null (or true), or set master.replicas=1" $replicas) -}}
 {{- end -}}
-{{- if and (gt $replicas 1) (eq $v.certificates.mode "selfSigned") -}}
-{{- fail (printf "master.replicas=%d needs one server certificate for every replica: set certificates.mode to certManager or existingSecret (with selfSigned each replica makes its own CA, and a minion pinned to one is refused by the others)" $replicas) -}}
+{{- $why := ternary (printf "master.replicas=%d" $replicas) "master.cluster.enabled=true" (gt $replicas 1) -}}
+{{- if and $cluster (ne (toString $c.job_cache) "postgres") -}}
+{{- fail (printf "%s needs the PostgreSQL job cache: set master.config.job_cache=postgres and master.config.job_cache_postgres (or master.jobCache.postgresSecret.name); the embedded SQLite cache (job_cache=%s) lives on one pod's volume and cannot be shared" $why (toString $c.job_cache)) -}}
+{{- end -}}
+{{- if and $cluster (eq $v.certificates.mode "selfSigned") -}}
+{{- fail (printf "%s needs one server certificate for every replica: set certificates.mode to certManager or existingSecret (with selfSigned each replica makes its own CA, and a minion pinned to one is refused by the others)" $why) -}}
+{{- end -}}
+{{- if and $cluster (not $v.master.cluster.nats.url) -}}
+{{- fail (printf "%s makes the masters a cluster, which talks through NATS: set master.cluster.nats.url (e.g. nats://nats.nats.svc:4222, a NATS installed from the official chart, see README \"Kubernetes\")" $why) -}}
+{{- end -}}
+{{- if and $cluster (eq $v.certificates.mode "certManager") $v.certificates.certManager.issuerRef.name (not $v.master.cluster.pki.secret) -}}
+{{- fail (printf "%s with certificates.certManager.issuerRef.name=%s needs master.cluster.pki.secret: the replicas share a CA whose key signs minion and client certificates, and the chart can read only its own CA's key (leave issuerRef.name empty, or name a Secret holding ca.crt, ca.key, admin.crt, admin.key)" $why $v.certificates.certManager.issuerRef.name) -}}
 {{- end -}}
 {{- if and (eq (toString $c.job_cache) "postgres") (not $c.job_cache_postgres) (not $v.master.jobCache.postgresSecret.name) -}}
 {{- fail "master.config.job_cache=postgres needs a connection string: master.config.job_cache_postgres, or master.jobCache.postgresSecret.name (a Secret holding the whole libpq string, for a password)" -}}
