@@ -20,6 +20,7 @@ mod run;
 mod runners;
 mod service;
 mod state;
+mod tags;
 mod tracker;
 
 use std::path::PathBuf;

@@ -188,6 +188,7 @@ impl MinionService for MinionApi {
         if body.tag.is_empty() {
             return Err(Status::invalid_argument("event tag must not be empty"));
         }
+        crate::tags::check_minion_tag(&id, &body.tag).map_err(Status::permission_denied)?;
         let mut data = value::opt_struct(body.data.as_ref());
         data.insert("id".into(), Value::String(id));
         self.master.events.fire(body.tag, Value::Object(data));

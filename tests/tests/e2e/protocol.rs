@@ -91,6 +91,51 @@ async fn duplicate_and_foreign_returns() {
     assert_eq!(e.code(), tonic::Code::NotFound, "{e:?}");
     let o = master.saltq(&["jobs", "lookup", &jid, "--out", "json"]);
     assert_eq!(o.json(), json!({"p1": "real"}));
+
+    // p2 may not speak for p1 or for the master on the bus; its own and custom tags pass.
+    let watch = master.watch_all_events("*");
+    let event = |tag: &str| pb::SendEventRequest {
+        tag: tag.into(),
+        data: None,
+    };
+    for (tag, rule) in [
+        ("salt/minion/p1/start", "belong to minion p1"),
+        (&*format!("salt/job/{jid}/ret/p1"), "belong to the master"),
+        ("salt/auth", "belong to the master"),
+        ("salt/key", "belong to the master"),
+        ("salt/presence/change", "belong to the master"),
+    ] {
+        let e = c2.send_event(event(tag)).await.unwrap_err();
+        assert_eq!(e.code(), tonic::Code::PermissionDenied, "{tag}: {e:?}");
+        assert!(
+            e.message().contains("minion p2 may not fire") && e.message().contains(rule),
+            "{tag}: {e:?}"
+        );
+    }
+    c2.send_event(event("salt/minion/p2/custom"))
+        .await
+        .expect("its own tag");
+    c2.send_event(event("myapp/deployed"))
+        .await
+        .expect("a custom tag");
+    let seen = tokio::task::spawn_blocking(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        let mut w = watch;
+        let _ = w.kill();
+        let out = w.wait_with_output().expect("watcher");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    })
+    .await
+    .unwrap();
+    let tags: Vec<&str> = seen.lines().filter_map(|l| l.split('\t').next()).collect();
+    assert!(tags.contains(&"salt/minion/p2/custom"), "{tags:?}");
+    assert!(tags.contains(&"myapp/deployed"), "{tags:?}");
+    assert!(
+        !tags.iter().any(|t| *t == "salt/auth"
+            || t.starts_with("salt/minion/p1")
+            || t.ends_with("/ret/p1")),
+        "{tags:?}"
+    );
 }
 
 fn pid_alive(pid: i64) -> bool {
