@@ -62,8 +62,9 @@ pub fn validate(
     ))
 }
 
-/// The load of a validated job published as `jid` by `user` at `now`. A nodegroup target is
-/// sent as its expanded compound expression, as Salt does: minions have no nodegroups.
+/// The load of a validated job published as `jid` by `user` at `now`. A nodegroup target, and
+/// a compound target naming nodegroups (`N@`), are sent as the expanded compound expression,
+/// as Salt does: minions have no nodegroups, and each re-checks the target it is sent.
 pub fn make(
     spec: PublishSpec,
     target: &Target,
@@ -74,6 +75,9 @@ pub fn make(
     let req = spec.req;
     let (tgt, tgt_type) = match (spec.tgt_type, target.expanded_compound()) {
         (TargetType::Nodegroup, Some(expr)) => (expr, TargetType::Compound),
+        (TargetType::Compound, Some(expr)) if spec.tgt.contains("N@") => {
+            (expr, TargetType::Compound)
+        }
         _ => (spec.tgt, spec.tgt_type),
     };
     pb::JobLoad {
@@ -220,6 +224,67 @@ mod tests {
         assert_eq!(
             (load.jid.as_str(), load.user.as_str()),
             ("20261124120000000001", "root")
+        );
+    }
+
+    /// Nodegroups named in a compound target reach the minions expanded: nested, list-form,
+    /// in parentheses and after `not`. The minion, which has no nodegroups, must be able to
+    /// compile what it is sent and decide as the master did.
+    #[test]
+    fn nodegroups_in_a_compound_are_sent_expanded() {
+        use saltq_semantics::target::NodegroupDef;
+        let mut groups = Nodegroups::new();
+        groups.insert("webprod".into(), NodegroupDef::Expr("L@web1,web2".into()));
+        groups.insert(
+            "lbs".into(),
+            NodegroupDef::Words(vec!["lb1".into(), "or".into(), "lb2".into()]),
+        );
+        groups.insert(
+            "front".into(),
+            NodegroupDef::Expr("N@webprod or N@lbs".into()),
+        );
+        let ids = ["web1", "web2", "lb1", "lb2", "db1"];
+        for (tgt, expected) in [
+            ("N@webprod or lb1", vec!["web1", "web2", "lb1"]),
+            ("( N@front ) and not N@lbs", vec!["web1", "web2"]),
+            ("not N@front", vec!["db1"]),
+            ("db* or N@lbs", vec!["lb1", "lb2", "db1"]),
+        ] {
+            let (spec, target) =
+                validate(req(tgt, "compound", &["test.ping"]), &groups).expect(tgt);
+            let jid = Jid::parse("20261124120000000001").unwrap();
+            let load = make(spec, &target, &jid, "root", Utc::now());
+            assert_eq!(load.tgt_type, "compound");
+            assert!(!load.tgt.contains("N@"), "{tgt} sent as {}", load.tgt);
+            let on_minion =
+                Target::compile(&load.tgt, TargetType::Compound, None, &Nodegroups::new())
+                    .unwrap_or_else(|e| panic!("{tgt} sent as {:?}: {e}", load.tgt));
+            let facts = |id| saltq_semantics::target::MinionFacts {
+                id,
+                grains: None,
+                pillar: None,
+            };
+            let on_master: Vec<&str> = ids
+                .into_iter()
+                .filter(|id| target.matches(&facts(id)))
+                .collect();
+            let minions: Vec<&str> = ids
+                .into_iter()
+                .filter(|id| on_minion.matches(&facts(id)))
+                .collect();
+            assert_eq!(on_master, expected, "{tgt}");
+            assert_eq!(minions, expected, "{tgt} sent as {}", load.tgt);
+        }
+        // A compound without nodegroups is sent as written.
+        let (spec, target) = validate(
+            req("web*  and  L@web1", "compound", &["test.ping"]),
+            &groups,
+        )
+        .unwrap();
+        let jid = Jid::parse("20261124120000000001").unwrap();
+        assert_eq!(
+            make(spec, &target, &jid, "root", Utc::now()).tgt,
+            "web*  and  L@web1"
         );
     }
 

@@ -86,6 +86,13 @@ fn every_target_type() {
     );
     assert_eq!(ids(&master, &["-N", "webs"]), webs);
     assert_eq!(ids(&master, &["-N", "everyone"]), all);
+    // Nodegroups inside a compound: expanded on the master, so the minions run the job.
+    assert_eq!(ids(&master, &["-C", "N@webs or db1"]), all);
+    assert_eq!(
+        ids(&master, &["-C", "( N@everyone ) and not N@webs"]),
+        vec!["db1"]
+    );
+    assert_eq!(ids(&master, &["-C", "not N@webs"]), vec!["db1"]);
     assert_eq!(ids(&master, &["--delimiter", "|", "-G", "role|web"]), webs);
 
     // Minion jobs only: each `saltq jobs list` is itself a runner job in the cache, as in Salt.
