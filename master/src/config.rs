@@ -95,6 +95,9 @@ pub struct RawConfig {
     pub publisher_acl: Option<crate::acl::PublisherAcl>,
     /// Which client certificate may run which runners.
     pub runner_acl: Option<crate::acl::RunnerAcl>,
+    /// Per client certificate, a user's list in Salt's `external_auth` syntax: function globs,
+    /// `{minion glob: [function globs]}`, `@runner`, `@wheel`, `@jobs`.
+    pub client_acl: Option<crate::acl::PublisherAcl>,
     /// Reactions: a list of `{tag_glob: [reaction files]}` (Salt's `reactor`).
     pub reactor: Option<Vec<std::collections::BTreeMap<String, Vec<PathBuf>>>>,
     /// Concurrent reactions at most (default 10).
@@ -419,6 +422,7 @@ impl MasterConfig {
             acl: crate::acl::Acl {
                 publisher: raw.publisher_acl.clone(),
                 runner: raw.runner_acl.clone(),
+                client: raw.client_acl.clone(),
             },
             reactor: raw
                 .reactor

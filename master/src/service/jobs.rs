@@ -139,7 +139,7 @@ impl JobService for JobApi {
         let user = super::client_name(&req)?;
         let (spec, target) = self.master.validate(req.into_inner())?;
         // Nobody follows an async job: its returns are checked against the job cache.
-        let published = self.master.publish(spec, &target, &user).await?;
+        let published = self.master.publish_for_client(spec, &target, &user).await?;
         Ok(Response::new(published.resp))
     }
 
@@ -152,7 +152,7 @@ impl JobService for JobApi {
         let timeout = secs(body.timeout, self.master.cfg.timeout);
         let gather = secs(body.gather_job_timeout, self.master.cfg.gather_job_timeout);
         let (spec, target) = self.master.validate(publish)?;
-        let published = self.master.publish(spec, &target, &user).await?;
+        let published = self.master.publish_for_client(spec, &target, &user).await?;
         let (tx, out) = mpsc::channel(256);
         send(&tx, Kind::Published(published.resp.clone())).await;
         let jid = published.resp.jid.clone();
@@ -170,6 +170,8 @@ impl JobService for JobApi {
         &self,
         req: Request<pb::LookupJobRequest>,
     ) -> Result<Response<pb::LookupJobResponse>, Status> {
+        let user = super::client_name(&req)?;
+        self.master.cfg.acl.check_jobs(&user, "jobs.lookup_jid")?;
         let jid = req.into_inner().jid;
         saltq_semantics::jid::Jid::parse(&jid)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
@@ -200,6 +202,8 @@ impl JobService for JobApi {
         &self,
         req: Request<pb::ListJobsRequest>,
     ) -> Result<Response<pb::ListJobsResponse>, Status> {
+        let user = super::client_name(&req)?;
+        self.master.cfg.acl.check_jobs(&user, "jobs.list_jobs")?;
         let r = req.into_inner();
         let filter = JobFilter {
             function: (!r.function.is_empty()).then_some(r.function),

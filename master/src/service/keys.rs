@@ -66,12 +66,21 @@ fn from_pb(s: i32) -> Option<KeyState> {
     }
 }
 
+impl KeyApi {
+    /// Whether the caller's certificate may call the wheel function `fun` (`@wheel`).
+    fn allow<T>(&self, req: &Request<T>, fun: &str) -> Result<(), Status> {
+        let user = super::client_name(req)?;
+        self.master.cfg.acl.check_wheel(&user, fun)
+    }
+}
+
 #[tonic::async_trait]
 impl KeyService for KeyApi {
     async fn list_keys(
         &self,
         req: Request<pb::ListKeysRequest>,
     ) -> Result<Response<pb::ListKeysResponse>, Status> {
+        self.allow(&req, "key.list_all")?;
         let wanted: Vec<KeyState> = req
             .into_inner()
             .states
@@ -92,6 +101,7 @@ impl KeyService for KeyApi {
         &self,
         req: Request<pb::AcceptKeysRequest>,
     ) -> Result<Response<pb::AcceptKeysResponse>, Status> {
+        self.allow(&req, "key.accept")?;
         let r = req.into_inner();
         let mut from = vec![KeyState::Pending];
         if r.include_rejected {
@@ -115,6 +125,7 @@ impl KeyService for KeyApi {
         &self,
         req: Request<pb::RejectKeysRequest>,
     ) -> Result<Response<pb::RejectKeysResponse>, Status> {
+        self.allow(&req, "key.reject")?;
         let r = req.into_inner();
         let mut from = vec![KeyState::Pending];
         if r.include_accepted {
@@ -138,6 +149,7 @@ impl KeyService for KeyApi {
         &self,
         req: Request<pb::DeleteKeysRequest>,
     ) -> Result<Response<pb::DeleteKeysResponse>, Status> {
+        self.allow(&req, "key.delete")?;
         let r = req.into_inner();
         let gone = self
             .master
@@ -154,6 +166,7 @@ impl KeyService for KeyApi {
         &self,
         req: Request<pb::FingerKeysRequest>,
     ) -> Result<Response<pb::FingerKeysResponse>, Status> {
+        self.allow(&req, "key.finger")?;
         let r = req.into_inner();
         let mut fp = self.master.keys.fingerprints(glob(&r.r#match)?);
         let mut take = |s| {
@@ -174,6 +187,7 @@ impl KeyService for KeyApi {
         &self,
         req: Request<pb::PrintKeysRequest>,
     ) -> Result<Response<pb::PrintKeysResponse>, Status> {
+        self.allow(&req, "key.print")?;
         let r = req.into_inner();
         let mut keys = self.master.keys.public_keys(glob(&r.r#match)?);
         let mut take = |s| {

@@ -145,15 +145,18 @@ fn async_runner_fires_salt_events() {
 #[test]
 fn acl_refusals_name_the_rule() {
     let master = Master::start(
-        "auto_accept: true\npublisher_acl:\n  alice:\n    - test.*\nrunner_acl:\n  alice:\n    - jobs.*\n",
+        "auto_accept: true\npublisher_acl:\n  alice:\n    - test.*\n  bob:\n    - test.*\n\
+         runner_acl:\n  alice:\n    - jobs.*\nclient_acl:\n  ops: ['@wheel', '@runner']\n",
     );
     let _m = master.minion("acl1", "");
     master.wait_for("acl1");
-    let issued = master.saltq(&["pki", "issue", "alice"]);
-    assert_eq!(issued.code, 0, "{issued:?}");
+    for name in ["alice", "bob", "ops"] {
+        let issued = master.saltq(&["pki", "issue", name]);
+        assert_eq!(issued.code, 0, "{issued:?}");
+    }
     let dir = master.pki_dir().join("issued");
     let addr = format!("127.0.0.1:{}", master.port);
-    let alice = |args: &[&str]| {
+    let client = |name: &str, args: &[&str]| {
         master.saltq_with(
             &[
                 "--master",
@@ -161,13 +164,14 @@ fn acl_refusals_name_the_rule() {
                 "--ca",
                 dir.join("ca.crt").to_str().unwrap(),
                 "--cert",
-                dir.join("alice.crt").to_str().unwrap(),
+                dir.join(format!("{name}.crt")).to_str().unwrap(),
                 "--key",
-                dir.join("alice.key").to_str().unwrap(),
+                dir.join(format!("{name}.key")).to_str().unwrap(),
             ],
             args,
         )
     };
+    let alice = |args: &[&str]| client("alice", args);
     let o = alice(&["acl1", "test.ping"]);
     assert_eq!(
         (o.code, o.stdout.as_str()),
@@ -189,6 +193,34 @@ fn acl_refusals_name_the_rule() {
         "{o:?}"
     );
     assert_eq!(alice(&["run", "jobs.list_jobs", "--out", "json"]).code, 0);
+    // A certificate meant for pinging may not manage keys or run runners (it would otherwise
+    // admit a rogue minion); one with @wheel and @runner in client_acl may.
+    let _rogue = master.minion("rogue", "");
+    let o = client("bob", &["key", "-A", "-y"]);
+    assert_eq!(o.code, 77, "{o:?}");
+    assert!(
+        o.stderr.contains("client bob may not manage keys (key.")
+            && o.stderr.contains("needs @wheel"),
+        "{o:?}"
+    );
+    let o = client("bob", &["run", "manage.status"]);
+    assert_eq!(o.code, 77, "{o:?}");
+    assert!(
+        o.stderr
+            .contains("runner_acl: client bob may not run runner manage.status"),
+        "{o:?}"
+    );
+    let o = client("bob", &["jobs", "list"]);
+    assert_eq!(o.code, 77, "{o:?}");
+    assert!(
+        o.stderr
+            .contains("client bob may not run runner jobs.list_jobs"),
+        "{o:?}"
+    );
+    assert_eq!(client("ops", &["key", "-L"]).code, 0);
+    let o = client("ops", &["run", "manage.status"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(client("bob", &["acl1", "test.ping"]).code, 0);
     // The master's own admin certificate is not restricted.
     assert_eq!(master.saltq(&["acl1", "cmd.run", "echo ok"]).code, 0);
 }
