@@ -38,25 +38,40 @@ pub struct CallArgs {
     pub args: Vec<String>,
 }
 
+/// Fetches the pillar from the first master that answers, in the order listed (a failover
+/// list is tried in turn; with one master, that one).
 async fn fetch_pillar(cfg: &MinionConfig) -> anyhow::Result<Value> {
-    let opts = ConnectOptions {
-        host: cfg.master.clone(),
-        port: cfg.master_port,
-        transport: cfg.transport,
-        identity: identity::ensure_identity(cfg)?,
-        trust: identity::server_trust(cfg)?,
-        limits: cfg.limits.clone(),
-        connect_timeout: Duration::from_secs(10),
-    };
-    let ch = connect(&opts).await?;
-    let mut c = MinionServiceClient::new(ch.clone());
-    let p = c
-        .get_pillar(pb::GetPillarRequest {})
-        .await
-        .map_err(|s| anyhow::anyhow!("{}", ch.failure(&s)))?;
-    Ok(Value::Object(value::opt_struct(
-        p.into_inner().pillar.as_ref(),
-    )))
+    let identity = identity::ensure_identity(cfg)?;
+    let trust = identity::server_trust(cfg)?;
+    let mut last = None;
+    for master in &cfg.masters {
+        let opts = ConnectOptions {
+            host: master.host.clone(),
+            port: master.port,
+            transport: cfg.transport,
+            identity: identity.clone(),
+            trust: trust.clone(),
+            limits: cfg.limits.clone(),
+            connect_timeout: Duration::from_secs(10),
+        };
+        let ch = match connect(&opts).await {
+            Ok(ch) => ch,
+            Err(e) => {
+                tracing::warn!("{e}");
+                last = Some(anyhow::Error::from(e));
+                continue;
+            }
+        };
+        let mut c = MinionServiceClient::new(ch.clone());
+        let p = c
+            .get_pillar(pb::GetPillarRequest {})
+            .await
+            .map_err(|s| anyhow::anyhow!("{}", ch.failure(&s)))?;
+        return Ok(Value::Object(value::opt_struct(
+            p.into_inner().pillar.as_ref(),
+        )));
+    }
+    Err(last.unwrap_or_else(|| anyhow::anyhow!("no master configured")))
 }
 
 /// Runs the call; returns the exit code.

@@ -16,10 +16,26 @@ pub struct RawConfig {
     pub root_dir: Option<PathBuf>,
     /// Minion id (default: the host's FQDN).
     pub id: Option<String>,
-    /// Master host name or address (default `salt`, as Salt).
-    pub master: Option<String>,
-    /// Master port (default 4506).
+    /// The master: `HOST` or `HOST:PORT` (IPv6 as `[::1]:4506`), or a list of them for
+    /// `master_type: failover` (default `salt`, as Salt).
+    pub master: Option<Value>,
+    /// Port of a master named without one (default 4506).
     pub master_port: Option<u16>,
+    /// `str` (default: one master) or `failover` (a list, used one at a time, in order).
+    pub master_type: Option<String>,
+    /// Shuffle the master list once at start (Salt's `random_master`, default false).
+    pub random_master: Option<bool>,
+    /// Salt's return to the first master once it is back: not supported, only false.
+    pub master_failback: Option<bool>,
+    /// Seconds within which a lost master is noticed (Salt's `master_alive_interval`, default
+    /// 0: off). saltq has no separate alive check: QUIC's keep-alive pings and idle timeout
+    /// notice a master that went away, so this lowers `idle_timeout` to at most this many
+    /// seconds and `keep_alive` to at most a third of that. It never raises them (QUIC keeps
+    /// the smaller idle timeout of the two ends). With failover the next master is dialed.
+    pub master_alive_interval: Option<f64>,
+    /// Seconds to wait before dialing again when the master's name does not resolve (Salt's
+    /// `retry_dns`, default 30; 0: the reconnect backoff). Unused with failover, which moves on.
+    pub retry_dns: Option<f64>,
     /// `quic` (default) or `h2`.
     pub transport: Option<String>,
     /// The minion's key and the pinned master CA.
@@ -66,10 +82,16 @@ pub struct MinionConfig {
     pub file: PathBuf,
     /// Minion id.
     pub id: String,
-    /// Master host.
-    pub master: String,
-    /// Master port.
+    /// The masters, in the order written; never empty. One unless `master_type` is failover.
+    pub masters: Vec<MasterAddr>,
+    /// The port of a master named without one (`master_port`), for `swarm --master`.
     pub master_port: u16,
+    /// How the masters are used.
+    pub master_type: MasterType,
+    /// Shuffle the masters once at start, so a fleet spreads over a cluster's replicas.
+    pub random_master: bool,
+    /// Wait this long after a name that does not resolve (one master only; failover moves on).
+    pub retry_dns: Option<Duration>,
     /// Transport.
     pub transport: TransportKind,
     /// Key directory.
@@ -108,6 +130,175 @@ pub struct MinionConfig {
 
 /// Default config directory.
 pub const DEFAULT_CONFIG_DIR: &str = "/etc/saltq";
+
+/// A master to dial.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MasterAddr {
+    /// Host name or address (an IPv6 address without brackets).
+    pub host: String,
+    /// Port.
+    pub port: u16,
+}
+
+impl std::fmt::Display for MasterAddr {
+    /// `host:port`, with an IPv6 address in brackets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+impl MasterAddr {
+    /// Parses Salt's `HOST`, `HOST:PORT`, `[IPV6]:PORT` or a bare IPv6 address; a master named
+    /// without a port gets `default_port` (as Salt's `parse_host_port`).
+    pub fn parse(s: &str, default_port: u16) -> Result<MasterAddr, String> {
+        let s = s.trim();
+        let port = |p: &str| -> Result<u16, String> {
+            match p.parse::<u16>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(format!("{s:?}: port {p:?} is not a number from 1 to 65535")),
+            }
+        };
+        let v6 = |h: &str| -> Result<String, String> {
+            h.parse::<std::net::Ipv6Addr>()
+                .map(|a| a.to_string())
+                .map_err(|_| format!("{s:?}: {h:?} is not an IPv6 address"))
+        };
+        let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+            let (h, after) = rest
+                .split_once(']')
+                .ok_or_else(|| format!("{s:?}: no closing bracket"))?;
+            let p = match after {
+                "" => default_port,
+                _ => match after.strip_prefix(':') {
+                    Some(p) => port(p)?,
+                    None => return Err(format!("{s:?}: expected :PORT after the bracket")),
+                },
+            };
+            (v6(h)?, p)
+        } else {
+            match s.matches(':').count() {
+                0 => (s.to_owned(), default_port),
+                1 => {
+                    let (h, p) = s.split_once(':').unwrap_or((s, ""));
+                    (h.to_owned(), port(p)?)
+                }
+                // Several colons and no brackets: an IPv6 address without a port.
+                _ => (v6(s)?, default_port),
+            }
+        };
+        if host.is_empty() || host.contains(|c: char| c.is_whitespace() || "/[]@".contains(c)) {
+            return Err(format!("{s:?} is not a host name or address"));
+        }
+        Ok(MasterAddr { host, port })
+    }
+}
+
+/// How the minion uses its masters (Salt's `master_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MasterType {
+    /// One master (Salt's default, `str`).
+    Str,
+    /// A list, one at a time: the next when the one in use is unreachable or lost.
+    Failover,
+}
+
+/// Validates `master` and `master_type` (and `master_failback`) into the list to dial.
+fn masters(
+    raw_master: Option<&Value>,
+    master_type: Option<&str>,
+    master_failback: Option<bool>,
+    default_port: u16,
+) -> Result<(Vec<MasterAddr>, MasterType), (&'static str, String)> {
+    let kind = match master_type.unwrap_or("str") {
+        "str" => MasterType::Str,
+        "failover" => MasterType::Failover,
+        "func" => {
+            return Err((
+                "master_type",
+                "func (a module function naming the master) is not supported by saltq: \
+                 name the masters in master, with master_type: failover for several"
+                    .into(),
+            ));
+        }
+        "disable" => {
+            return Err((
+                "master_type",
+                "disable (no master) is not supported by the daemon: \
+                 run functions without a master with saltq-minion call --local"
+                    .into(),
+            ));
+        }
+        "distributed" => {
+            return Err((
+                "master_type",
+                "distributed is not supported by saltq: use master_type: failover \
+                 with random_master: true to spread minions over a cluster's replicas"
+                    .into(),
+            ));
+        }
+        other => {
+            return Err((
+                "master_type",
+                format!("{other:?} is not a master type: expected str or failover"),
+            ));
+        }
+    };
+    if master_failback == Some(true) {
+        return Err((
+            "master_failback",
+            "not supported: a failover minion stays on the master it reached until that \
+             master is lost (a cluster's replicas are one master; there is nothing to fail \
+             back to); set it to false or remove it"
+                .into(),
+        ));
+    }
+    let names: Vec<&str> = match raw_master {
+        None => vec!["salt"],
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(list)) => list
+            .iter()
+            .map(|v| {
+                v.as_str().ok_or_else(|| {
+                    (
+                        "master",
+                        format!("{v} is not a host name: expected HOST or HOST:PORT"),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err((
+                "master",
+                format!("{other} is not a master: expected HOST, HOST:PORT or a list of them"),
+            ));
+        }
+    };
+    if names.is_empty() {
+        return Err(("master", "the list of masters is empty".into()));
+    }
+    let list = names
+        .iter()
+        .map(|n| MasterAddr::parse(n, default_port))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ("master", e))?;
+    if kind == MasterType::Str && list.len() > 1 {
+        return Err((
+            "master_type",
+            format!(
+                "master lists {} masters, which needs master_type: failover: saltq does not \
+                 connect to several masters at once (Salt's multi-master); a saltq cluster is \
+                 one master, so list its replicas with master_type: failover and the minion \
+                 uses one at a time",
+                list.len()
+            ),
+        ));
+    }
+    Ok((list, kind))
+}
 
 impl MinionConfig {
     /// Reads and validates `DIR/minion`.
@@ -182,14 +373,43 @@ impl MinionConfig {
             }
             Ok(Duration::from_secs_f64(v))
         };
+        let master_port = raw.master_port.unwrap_or(4506);
+        let (masters, master_type) = masters(
+            raw.master.as_ref(),
+            raw.master_type.as_deref(),
+            raw.master_failback,
+            master_port,
+        )
+        .map_err(|(key, message)| bad(key, message))?;
+        let non_negative = |key: &str, v: Option<f64>, default: f64| {
+            let v = v.unwrap_or(default);
+            Duration::try_from_secs_f64(v)
+                .map_err(|_| bad(key, format!("{v} is not a number of seconds (0 or more)")))
+        };
+        let retry_dns = non_negative("retry_dns", raw.retry_dns, 30.0)?;
+        // As Salt, which sets retry_dns to 0 with failover: an unresolved name moves on.
+        let retry_dns =
+            (!retry_dns.is_zero() && master_type == MasterType::Str).then_some(retry_dns);
+        let mut idle_timeout = secs("idle_timeout", raw.idle_timeout, 10.0)?;
+        let mut keep_alive = secs("keep_alive", raw.keep_alive, 3.0)?;
+        let alive = non_negative("master_alive_interval", raw.master_alive_interval, 0.0)?;
+        if !alive.is_zero() {
+            // The keep-alive pings and idle timeout are saltq's alive check: a lost master is
+            // noticed within `alive`, and a working one is pinged well within that.
+            idle_timeout = idle_timeout.min(alive);
+            keep_alive = keep_alive.min(idle_timeout / 3);
+        }
         let log_level = raw.log_level.unwrap_or_else(|| "warning".into());
         if let Value::Object(m) = &mut opts {
             m.insert("id".into(), Value::String(id.clone()));
         }
         Ok(MinionConfig {
             id,
-            master: raw.master.unwrap_or_else(|| "salt".into()),
-            master_port: raw.master_port.unwrap_or(4506),
+            masters,
+            master_port,
+            master_type,
+            random_master: raw.random_master.unwrap_or(false),
+            retry_dns,
             transport,
             pki_dir: rooted(
                 &root,
@@ -213,8 +433,8 @@ impl MinionConfig {
             log_level,
             limits: saltq_transport::Limits {
                 max_message_size: raw.max_message_size.unwrap_or(16 * 1024 * 1024),
-                idle_timeout: secs("idle_timeout", raw.idle_timeout, 10.0)?,
-                keep_alive: secs("keep_alive", raw.keep_alive, 3.0)?,
+                idle_timeout,
+                keep_alive,
                 ..Default::default()
             },
             returners: match raw.returners.as_deref() {
@@ -273,4 +493,264 @@ pub fn fqdn() -> String {
         }
     }
     host
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn addr(host: &str, port: u16) -> MasterAddr {
+        MasterAddr {
+            host: host.into(),
+            port,
+        }
+    }
+
+    #[test]
+    fn master_addresses_parse_as_salt_parse_host_port() {
+        let ok = [
+            ("salt", addr("salt", 4506)),
+            ("  salt.example.com ", addr("salt.example.com", 4506)),
+            ("m1:1234", addr("m1", 1234)),
+            ("10.0.0.1", addr("10.0.0.1", 4506)),
+            ("10.0.0.1:4510", addr("10.0.0.1", 4510)),
+            ("[::1]:4507", addr("::1", 4507)),
+            ("[::1]", addr("::1", 4506)),
+            ("::1", addr("::1", 4506)),
+            (
+                "fe80::a00:27ff:fedc:ba98",
+                addr("fe80::a00:27ff:fedc:ba98", 4506),
+            ),
+            ("[2001:db8:0:0::1]:80", addr("2001:db8::1", 80)),
+        ];
+        for (input, want) in ok {
+            assert_eq!(MasterAddr::parse(input, 4506), Ok(want), "{input:?}");
+        }
+        let bad = [
+            ("m:0", "port \"0\""),
+            ("m:x", "port \"x\""),
+            ("m:70000", "port \"70000\""),
+            ("m:", "port \"\""),
+            ("[::1", "no closing bracket"),
+            ("[::1]x", "expected :PORT"),
+            ("[::1]:", "port \"\""),
+            ("[salt]:4506", "not an IPv6 address"),
+            ("a:b:c", "not an IPv6 address"),
+            ("", "not a host"),
+            (":4506", "not a host"),
+            ("a b", "not a host"),
+            ("user@host", "not a host"),
+        ];
+        for (input, want) in bad {
+            let e = MasterAddr::parse(input, 4506).expect_err(input);
+            assert!(e.contains(want), "{input:?}: {e}");
+        }
+        assert_eq!(addr("::1", 4506).to_string(), "[::1]:4506");
+        assert_eq!(addr("salt", 4506).to_string(), "salt:4506");
+    }
+
+    fn load(raw: RawConfig) -> Result<MinionConfig, (String, String)> {
+        let raw = RawConfig {
+            id: Some("t1".into()),
+            ..raw
+        };
+        MinionConfig::from_raw(raw, json!({}), PathBuf::from("/etc/saltq/minion")).map_err(|e| {
+            match e {
+                ConfigError::Value { key, message, .. } => (key, message),
+                other => panic!("expected a key's error, got {other}"),
+            }
+        })
+    }
+
+    fn refused(raw: RawConfig, key: &str, says: &str) {
+        let (k, message) = load(raw).map(|c| c.masters).expect_err("refused");
+        assert_eq!(k, key, "{message}");
+        assert!(message.contains(says), "{message}");
+    }
+
+    #[test]
+    fn one_master_by_default() {
+        let c = load(RawConfig::default()).unwrap();
+        assert_eq!(c.masters, vec![addr("salt", 4506)]);
+        assert_eq!(c.master_type, MasterType::Str);
+        assert!(!c.random_master);
+        assert_eq!(c.retry_dns, Some(Duration::from_secs(30)));
+        let c = load(RawConfig {
+            master: Some(json!("10.1.2.3")),
+            master_port: Some(4510),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(c.masters, vec![addr("10.1.2.3", 4510)]);
+        // A list of one is one master.
+        let c = load(RawConfig {
+            master: Some(json!(["m1:1"])),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(c.masters, vec![addr("m1", 1)]);
+    }
+
+    #[test]
+    fn failover_takes_a_list_with_master_port_as_the_default() {
+        let c = load(RawConfig {
+            master: Some(json!(["m1", "m2:4600", "[::1]"])),
+            master_port: Some(4510),
+            master_type: Some("failover".into()),
+            random_master: Some(true),
+            master_failback: Some(false),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(
+            c.masters,
+            vec![addr("m1", 4510), addr("m2", 4600), addr("::1", 4510)]
+        );
+        assert_eq!(c.master_type, MasterType::Failover);
+        assert!(c.random_master);
+        // Failover moves on from a name that does not resolve, as Salt sets retry_dns to 0.
+        assert_eq!(c.retry_dns, None);
+        // A single name with failover is a list of one.
+        let c = load(RawConfig {
+            master: Some(json!("m1")),
+            master_type: Some("failover".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(c.masters, vec![addr("m1", 4506)]);
+    }
+
+    #[test]
+    fn several_masters_at_once_are_refused_naming_master_type() {
+        refused(
+            RawConfig {
+                master: Some(json!(["m1", "m2"])),
+                ..Default::default()
+            },
+            "master_type",
+            "master lists 2 masters, which needs master_type: failover",
+        );
+        refused(
+            RawConfig {
+                master: Some(json!(["m1", "m2", "m3"])),
+                master_type: Some("str".into()),
+                ..Default::default()
+            },
+            "master_type",
+            "a saltq cluster is one master",
+        );
+    }
+
+    #[test]
+    fn other_master_types_and_failback_are_refused() {
+        for (kind, says) in [
+            (
+                "func",
+                "func (a module function naming the master) is not supported",
+            ),
+            ("disable", "saltq-minion call --local"),
+            ("distributed", "random_master: true"),
+            (
+                "hot",
+                "\"hot\" is not a master type: expected str or failover",
+            ),
+        ] {
+            refused(
+                RawConfig {
+                    master_type: Some(kind.into()),
+                    ..Default::default()
+                },
+                "master_type",
+                says,
+            );
+        }
+        refused(
+            RawConfig {
+                master: Some(json!(["m1", "m2"])),
+                master_type: Some("failover".into()),
+                master_failback: Some(true),
+                ..Default::default()
+            },
+            "master_failback",
+            "not supported",
+        );
+    }
+
+    #[test]
+    fn bad_master_values_name_the_key() {
+        for (v, says) in [
+            (json!([]), "the list of masters is empty"),
+            (json!(4506), "expected HOST, HOST:PORT or a list of them"),
+            (json!(["m1", 2]), "2 is not a host name"),
+            (json!(["m1", "m2:port"]), "port \"port\""),
+        ] {
+            refused(
+                RawConfig {
+                    master: Some(v),
+                    master_type: Some("failover".into()),
+                    ..Default::default()
+                },
+                "master",
+                says,
+            );
+        }
+    }
+
+    #[test]
+    fn retry_dns_is_seconds_and_zero_means_the_backoff() {
+        let dns = |v: f64| {
+            load(RawConfig {
+                retry_dns: Some(v),
+                ..Default::default()
+            })
+            .map(|c| c.retry_dns)
+        };
+        assert_eq!(dns(5.0), Ok(Some(Duration::from_secs(5))));
+        assert_eq!(dns(0.5), Ok(Some(Duration::from_millis(500))));
+        assert_eq!(dns(0.0), Ok(None));
+        refused(
+            RawConfig {
+                retry_dns: Some(-1.0),
+                ..Default::default()
+            },
+            "retry_dns",
+            "not a number of seconds",
+        );
+    }
+
+    #[test]
+    fn master_alive_interval_bounds_the_idle_timeout_and_the_pings() {
+        let limits = |alive: Option<f64>, idle: Option<f64>, keep: Option<f64>| {
+            let c = load(RawConfig {
+                master_alive_interval: alive,
+                idle_timeout: idle,
+                keep_alive: keep,
+                ..Default::default()
+            })
+            .unwrap();
+            (
+                c.limits.idle_timeout.as_millis(),
+                c.limits.keep_alive.as_millis(),
+            )
+        };
+        // Off (Salt's default 0): the transport's own settings.
+        assert_eq!(limits(None, None, None), (10_000, 3000));
+        assert_eq!(limits(Some(0.0), None, None), (10_000, 3000));
+        // Within the interval: noticed sooner, pinged more often.
+        assert_eq!(limits(Some(6.0), None, None), (6000, 2000));
+        assert_eq!(limits(Some(2.0), Some(3.0), Some(1.0)), (2000, 666));
+        // Never raised: QUIC uses the smaller idle timeout of the two ends anyway.
+        assert_eq!(limits(Some(30.0), None, None), (10_000, 3000));
+        assert_eq!(limits(Some(30.0), Some(4.0), Some(5.0)), (4000, 1333));
+        refused(
+            RawConfig {
+                master_alive_interval: Some(f64::NAN),
+                ..Default::default()
+            },
+            "master_alive_interval",
+            "not a number of seconds",
+        );
+    }
 }

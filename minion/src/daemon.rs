@@ -1,10 +1,12 @@
 //! The minion's main loop: dial the master, hold the subscription, run each job in its own task,
 //! and hand results to the outbox, which re-sends them until the master acknowledges them.
 //!
-//! A thin driver: when to dial, back off or wait for key acceptance is decided by the pure
-//! state machine in `link.rs` (`Disconnected` → `Connecting` → `Subscribed`); this loop only
-//! carries out its actions and selects over one closed `enum Event`. Every way out (whatever
-//! the link state) goes through one exit that kills running jobs and closes the connection.
+//! A thin driver: when to dial, which master, when to back off or wait for key acceptance is
+//! decided by the pure state machine in `link.rs` (`Disconnected` → `Connecting` →
+//! `Subscribed`); this loop only carries out its actions and selects over one closed
+//! `enum Event`. Every way out (whatever the link state) goes through one exit that kills
+//! running jobs and closes the connection. The outbox lives beside the loop, not in a
+//! connection: unacknowledged returns go to whichever master the minion reaches next.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -24,7 +26,7 @@ use tokio::sync::{mpsc, watch};
 use tonic::{Code, Status, Streaming};
 
 use crate::backoff::Backoff;
-use crate::config::MinionConfig;
+use crate::config::{MasterAddr, MasterType, MinionConfig};
 use crate::identity;
 use crate::jobs::{Jobs, Refresh};
 use crate::link::{Action, Input, KeyState, Link};
@@ -187,7 +189,18 @@ pub async fn run_with(
     }
 
     let backoff = Backoff::new(cfg.recon_default, cfg.recon_max, cfg.recon_randomize);
-    let mut link = Link::new(backoff, cfg.acceptance_wait_time);
+    let mut masters = cfg.masters.clone();
+    if cfg.random_master {
+        // Once per minion at start (Salt's random_master), so a fleet spreads over replicas.
+        rand::seq::SliceRandom::shuffle(masters.as_mut_slice(), &mut rand::rng());
+    }
+    if cfg.master_type == MasterType::Failover {
+        let list: Vec<String> = masters.iter().map(ToString::to_string).collect();
+        tracing::info!("master_type failover: masters in order {}", list.join(", "));
+    }
+    let mut link = Link::new(backoff, cfg.acceptance_wait_time)
+        .with_masters(masters.len())
+        .with_retry_dns(cfg.retry_dns);
     let mut phase = Phase::Idle;
     let mut decided = Some(link.start());
     loop {
@@ -196,7 +209,8 @@ pub async fn run_with(
             tracing::trace!(state = ?link.state(), ?action, "link");
             match action {
                 Action::Dial => {
-                    let opts = connect_options(&cfg, &ident, &trust);
+                    tracing::debug!(master = %masters[link.master()], "dialing the master");
+                    let opts = connect_options(&cfg, &masters[link.master()], &ident, &trust);
                     let endpoint = shared.endpoint.clone();
                     phase = Phase::Dialing(Box::pin(async move {
                         connect_via(&opts, endpoint.as_ref()).await
@@ -219,7 +233,11 @@ pub async fn run_with(
                 }
                 Action::Serve => {
                     if let Phase::Serving(sub) = &phase {
-                        tracing::info!(master = %address(&cfg), transport = cfg.transport.as_str(), "subscribed");
+                        tracing::info!(
+                            "connected to master {} over {} (subscribed)",
+                            masters[link.master()],
+                            cfg.transport.as_str()
+                        );
                         let _ = chan_tx.send(Some(sub.ch.clone()));
                     }
                 }
@@ -236,6 +254,8 @@ pub async fn run_with(
             Some(r) = refresh_rx.recv(), if serving => Event::Refresh(r),
         };
         let unit = rand::random::<f64>();
+        // The master this event is about: the link may move on to another.
+        let master = &masters[link.master()];
         decided = match event {
             Event::Shutdown => Some(link.on(Input::Shutdown, unit)),
             Event::Waited => Some(link.waited()),
@@ -248,7 +268,9 @@ pub async fn run_with(
             }
             Event::Dialed(Err(e)) => {
                 tracing::warn!("{e}");
-                Some(link.on(Input::ConnectFailed(e.kind), unit))
+                let action = link.on(Input::ConnectFailed(e.kind), unit);
+                moving_on(&masters, master, &link, action, "unreachable");
+                Some(action)
             }
             Event::Answered(Ok(stream)) => {
                 if let Phase::Subscribing(ch, _) = std::mem::replace(&mut phase, Phase::Idle) {
@@ -271,7 +293,7 @@ pub async fn run_with(
                     ),
                     _ => tracing::warn!(
                         "cannot subscribe at {}: {} ({})",
-                        address(&cfg),
+                        master,
                         status.message(),
                         saltq_transport::client::classify_text(&format!(
                             "{status:?} {:?}",
@@ -280,7 +302,12 @@ pub async fn run_with(
                         .describe()
                     ),
                 }
-                Some(link.on(input, unit))
+                let key = matches!(input, Input::KeyRefused(_));
+                let action = link.on(input, unit);
+                if !key {
+                    moving_on(&masters, master, &link, action, "refused the subscription");
+                }
+                Some(action)
             }
             Event::Message(Some(msg)) => {
                 match msg.kind {
@@ -296,8 +323,10 @@ pub async fn run_with(
             }
             Event::Message(None) => {
                 let _ = chan_tx.send(None);
-                tracing::warn!(master = %address(&cfg), "lost the master; reconnecting");
-                Some(link.on(Input::StreamEnded, unit))
+                tracing::warn!("lost the master at {master}");
+                let action = link.on(Input::StreamEnded, unit);
+                moving_on(&masters, master, &link, action, "lost");
+                Some(action)
             }
             Event::Refresh(r) => {
                 if let Phase::Serving(sub) = &mut phase {
@@ -416,28 +445,36 @@ fn refusal(status: &Status) -> Input {
     }
 }
 
+/// Says where the link goes after `from` failed (`what`: unreachable, lost, ...): the next
+/// master at once, or, after a whole round failed, the backoff.
+fn moving_on(masters: &[MasterAddr], from: &MasterAddr, link: &Link, action: Action, what: &str) {
+    let to = &masters[link.master()];
+    match action {
+        Action::Dial => tracing::warn!("master {from} {what}, trying {to}"),
+        Action::DialAfter(delay) if masters.len() > 1 => tracing::warn!(
+            "master {from} {what}; no master of {} reachable, trying {to} in {delay:?}",
+            masters.len()
+        ),
+        Action::DialAfter(delay) => tracing::info!("reconnecting to {to} in {delay:?}"),
+        _ => {}
+    }
+}
+
+/// How to dial `master`.
 fn connect_options(
     cfg: &MinionConfig,
+    master: &MasterAddr,
     ident: &saltq_transport::pki::CertKey,
     trust: &saltq_transport::tls::ServerTrust,
 ) -> ConnectOptions {
     ConnectOptions {
-        host: cfg.master.clone(),
-        port: cfg.master_port,
+        host: master.host.clone(),
+        port: master.port,
         transport: cfg.transport,
         identity: ident.clone(),
         trust: trust.clone(),
         limits: cfg.limits.clone(),
         connect_timeout: Duration::from_secs(10),
-    }
-}
-
-/// `host:port` of the master, for messages.
-fn address(cfg: &MinionConfig) -> String {
-    if cfg.master.contains(':') {
-        format!("[{}]:{}", cfg.master, cfg.master_port)
-    } else {
-        format!("{}:{}", cfg.master, cfg.master_port)
     }
 }
 

@@ -4,6 +4,12 @@
 //! It never touches a socket or a clock. The driver (`daemon.rs`) tells it what happened and
 //! passes a random unit in [0, 1) for jitter; it answers what to do next. So the reconnect
 //! policy is tested here with exact delays, and the driver only moves bytes.
+//!
+//! It also picks the master (Salt's `master_type: failover`): the driver holds the list and
+//! dials `masters[link.master()]`. A master that cannot be reached, refuses the subscription
+//! or is lost hands over to the next one at once; the backoff applies only once a whole round
+//! of the list has failed since the last subscription. With one master that is the plain
+//! reconnect backoff.
 
 use std::time::Duration;
 
@@ -86,22 +92,53 @@ pub struct Link {
     state: State,
     backoff: Backoff,
     acceptance_wait: Duration,
+    /// How many masters there are to go through (one unless `master_type: failover`).
+    masters: usize,
+    /// The master dialed or served: an index into the driver's list.
+    current: usize,
+    /// Masters that failed in a row since the last subscription; a whole round backs off.
+    failed: usize,
+    /// Salt's `retry_dns`: an unresolved name waits this long on the same master.
+    retry_dns: Option<Duration>,
 }
 
 impl Link {
-    /// A disconnected link that backs off with `backoff` and waits `acceptance_wait` (Salt's
-    /// `acceptance_wait_time`) while the master has not accepted our key.
+    /// A disconnected link to one master that backs off with `backoff` and waits
+    /// `acceptance_wait` (Salt's `acceptance_wait_time`) while the master has not accepted
+    /// our key.
     pub fn new(backoff: Backoff, acceptance_wait: Duration) -> Link {
         Link {
             state: State::Disconnected,
             backoff,
             acceptance_wait,
+            masters: 1,
+            current: 0,
+            failed: 0,
+            retry_dns: None,
         }
+    }
+
+    /// Goes through `n` masters in order, the next when one fails (at least one).
+    pub fn with_masters(mut self, n: usize) -> Link {
+        self.masters = n.max(1);
+        self
+    }
+
+    /// Waits `wait` after a name that does not resolve, instead of the backoff (Salt's
+    /// `retry_dns`; the config leaves it out with failover, which moves on instead).
+    pub fn with_retry_dns(mut self, wait: Option<Duration>) -> Link {
+        self.retry_dns = wait;
+        self
     }
 
     /// Where the link stands.
     pub fn state(&self) -> State {
         self.state
+    }
+
+    /// The master to dial (or being served): an index into the driver's list.
+    pub fn master(&self) -> usize {
+        self.current
     }
 
     /// The first step: dial at once.
@@ -127,17 +164,41 @@ impl Link {
             Input::Subscribed => {
                 self.state = State::Subscribed;
                 self.backoff.reset();
+                self.failed = 0;
                 Action::Serve
             }
             Input::KeyRefused(_) => {
-                // Acceptance is a person's decision, not an overload: no growing backoff.
+                // Acceptance is a person's decision, not an overload: no growing backoff. The
+                // master answered, so the round starts over; it stays the one we ask (a
+                // cluster's replicas share the key set: another would say the same).
                 self.state = State::Disconnected;
+                self.failed = 0;
                 Action::DialAfter(self.acceptance_wait)
             }
-            Input::ConnectFailed(_) | Input::SubscribeFailed | Input::StreamEnded => {
+            Input::ConnectFailed(FailureKind::Resolve) if self.retry_dns.is_some() => {
+                // The name may appear (DNS not up yet): ask again after retry_dns, without
+                // growing the backoff.
                 self.state = State::Disconnected;
-                Action::DialAfter(self.backoff.next_delay(unit))
+                Action::DialAfter(self.retry_dns.unwrap_or_default())
             }
+            Input::ConnectFailed(_) | Input::SubscribeFailed | Input::StreamEnded => {
+                self.move_on(unit)
+            }
+        }
+    }
+
+    /// The current master failed: the next one at once, or, when every master has failed in
+    /// a row, the next one after the backoff.
+    fn move_on(&mut self, unit: f64) -> Action {
+        self.failed += 1;
+        self.current = (self.current + 1) % self.masters;
+        if self.failed < self.masters {
+            self.state = State::Connecting;
+            Action::Dial
+        } else {
+            self.failed = 0;
+            self.state = State::Disconnected;
+            Action::DialAfter(self.backoff.next_delay(unit))
         }
     }
 
@@ -310,5 +371,199 @@ mod tests {
             assert_eq!(l.on(Input::StreamEnded, 0.5), Action::Stop, "{name}");
             assert_eq!(l.state(), State::Stopped, "{name}");
         }
+    }
+
+    /// A link over `n` masters, without jitter: delays are exact.
+    fn over(n: usize) -> Link {
+        link(false).with_masters(n)
+    }
+
+    /// What the driver would do: `Dial(master)` now, or `After(ms, master)`.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Step {
+        Dial(usize),
+        After(u64, usize),
+        Subscribe,
+        Serve,
+    }
+
+    /// Feeds `input` and says what is dialed next, and where.
+    fn step(l: &mut Link, input: Input) -> Step {
+        match l.on(input, 0.0) {
+            Action::Dial => {
+                assert_eq!(l.state(), State::Connecting);
+                Step::Dial(l.master())
+            }
+            Action::DialAfter(d) => {
+                assert_eq!(l.state(), State::Disconnected);
+                Step::After(d.as_millis() as u64, l.master())
+            }
+            Action::Subscribe => Step::Subscribe,
+            Action::Serve => Step::Serve,
+            Action::Stop => panic!("stopped"),
+        }
+    }
+
+    fn refused() -> Input {
+        Input::ConnectFailed(FailureKind::Refused)
+    }
+
+    #[test]
+    fn failover_tries_each_master_at_once_and_backs_off_after_a_full_round() {
+        let mut l = over(3);
+        assert_eq!(l.start(), Action::Dial);
+        assert_eq!(l.master(), 0);
+        assert_eq!(step(&mut l, refused()), Step::Dial(1));
+        assert_eq!(
+            step(&mut l, Input::ConnectFailed(FailureKind::TimedOut)),
+            Step::Dial(2)
+        );
+        // Every master failed: back off, then start the next round where this one started.
+        assert_eq!(step(&mut l, refused()), Step::After(1000, 0));
+        assert_eq!(l.waited(), Action::Dial);
+        assert_eq!(l.master(), 0);
+        assert_eq!(step(&mut l, refused()), Step::Dial(1));
+        assert_eq!(step(&mut l, refused()), Step::Dial(2));
+        // The backoff grows round by round, not master by master.
+        assert_eq!(step(&mut l, refused()), Step::After(2000, 0));
+        l.waited();
+        assert_eq!(step(&mut l, refused()), Step::Dial(1));
+        assert_eq!(step(&mut l, Input::Connected), Step::Subscribe);
+        assert_eq!(step(&mut l, Input::Subscribed), Step::Serve);
+        assert_eq!(l.master(), 1);
+        assert_eq!(l.state(), State::Subscribed);
+    }
+
+    #[test]
+    fn failover_stays_on_a_working_master_and_moves_on_when_it_is_lost() {
+        let mut l = over(3);
+        l.start();
+        step(&mut l, Input::Connected);
+        assert_eq!(step(&mut l, Input::Subscribed), Step::Serve);
+        assert_eq!(l.master(), 0);
+        // Lost: the next master at once, no backoff.
+        assert_eq!(step(&mut l, Input::StreamEnded), Step::Dial(1));
+        step(&mut l, Input::Connected);
+        step(&mut l, Input::Subscribed);
+        assert_eq!(step(&mut l, Input::StreamEnded), Step::Dial(2));
+        // The lost master counts in the round: two more failures complete it.
+        assert_eq!(step(&mut l, refused()), Step::Dial(0));
+        assert_eq!(step(&mut l, refused()), Step::After(1000, 1));
+        l.waited();
+        // A subscription resets both the round and the backoff.
+        step(&mut l, Input::Connected);
+        step(&mut l, Input::Subscribed);
+        assert_eq!(step(&mut l, Input::StreamEnded), Step::Dial(2));
+        assert_eq!(step(&mut l, refused()), Step::Dial(0));
+        assert_eq!(step(&mut l, refused()), Step::After(1000, 1));
+    }
+
+    #[test]
+    fn failover_moves_on_when_a_master_refuses_the_subscription() {
+        let mut l = over(2);
+        l.start();
+        step(&mut l, Input::Connected);
+        assert_eq!(step(&mut l, Input::SubscribeFailed), Step::Dial(1));
+        step(&mut l, Input::Connected);
+        assert_eq!(step(&mut l, Input::SubscribeFailed), Step::After(1000, 0));
+    }
+
+    #[test]
+    fn failover_waits_for_key_acceptance_on_the_same_master() {
+        let mut l = over(3);
+        l.start();
+        assert_eq!(step(&mut l, refused()), Step::Dial(1));
+        step(&mut l, Input::Connected);
+        for _ in 0..3 {
+            assert_eq!(
+                step(&mut l, Input::KeyRefused(KeyState::Pending)),
+                Step::After(10_000, 1)
+            );
+            assert_eq!(l.waited(), Action::Dial);
+            assert_eq!(l.master(), 1);
+            step(&mut l, Input::Connected);
+        }
+        // The master answered: the round starts over from it, and the backoff is untouched.
+        assert_eq!(step(&mut l, Input::SubscribeFailed), Step::Dial(2));
+        assert_eq!(step(&mut l, refused()), Step::Dial(0));
+        assert_eq!(step(&mut l, refused()), Step::After(1000, 1));
+    }
+
+    #[test]
+    fn any_master_failing_in_a_row_tries_every_master_once_then_backs_off() {
+        for n in 1..=5 {
+            for first in 0..n {
+                let mut l = over(n);
+                l.start();
+                // Reach `first` through failures, then succeed there.
+                while l.master() != first {
+                    if let Step::After(..) = step(&mut l, refused()) {
+                        l.waited();
+                    }
+                }
+                step(&mut l, Input::Connected);
+                step(&mut l, Input::Subscribed);
+                let mut dialed = vec![first];
+                let mut input = Input::StreamEnded;
+                let last = loop {
+                    match step(&mut l, input) {
+                        Step::Dial(m) => dialed.push(m),
+                        other => break other,
+                    }
+                    input = refused();
+                };
+                dialed.sort_unstable();
+                assert_eq!(dialed, (0..n).collect::<Vec<_>>(), "n={n} first={first}");
+                // The next round starts again where this one did.
+                assert_eq!(last, Step::After(1000, first), "n={n} first={first}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_unresolved_name_waits_retry_dns_without_growing_the_backoff() {
+        let resolve = || Input::ConnectFailed(FailureKind::Resolve);
+        let mut l = link(false).with_retry_dns(Some(ms(30_000)));
+        l.start();
+        assert_eq!(fail(&mut l, 2, 0.0), vec![1000, 2000]);
+        for _ in 0..3 {
+            assert_eq!(step(&mut l, resolve()), Step::After(30_000, 0));
+            assert_eq!(l.waited(), Action::Dial);
+        }
+        assert_eq!(fail(&mut l, 1, 0.0), vec![4000]);
+        // Without retry_dns (0, or failover) an unresolved name is a failure like any other.
+        let mut l = link(false);
+        l.start();
+        assert_eq!(step(&mut l, resolve()), Step::After(1000, 0));
+        let mut l = over(2);
+        l.start();
+        assert_eq!(step(&mut l, resolve()), Step::Dial(1));
+        assert_eq!(step(&mut l, resolve()), Step::After(1000, 0));
+    }
+
+    #[test]
+    fn one_master_is_the_plain_reconnect_backoff() {
+        let mut l = over(1);
+        l.start();
+        assert_eq!(step(&mut l, refused()), Step::After(1000, 0));
+        l.waited();
+        step(&mut l, Input::Connected);
+        step(&mut l, Input::Subscribed);
+        assert_eq!(step(&mut l, Input::StreamEnded), Step::After(1000, 0));
+        // Zero masters is taken as one.
+        let mut l = over(0);
+        l.start();
+        assert_eq!(step(&mut l, refused()), Step::After(1000, 0));
+    }
+
+    #[test]
+    fn shutdown_stops_a_failover_link_between_masters() {
+        let mut l = over(3);
+        l.start();
+        assert_eq!(step(&mut l, refused()), Step::Dial(1));
+        assert_eq!(l.on(Input::Shutdown, 0.0), Action::Stop);
+        assert_eq!(l.on(refused(), 0.0), Action::Stop);
+        assert_eq!(l.waited(), Action::Stop);
+        assert_eq!(l.state(), State::Stopped);
     }
 }

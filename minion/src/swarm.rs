@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::config::MinionConfig;
+use crate::config::{MasterAddr, MinionConfig};
 use crate::daemon::{self, Shared};
 
 /// The swarm's flags.
@@ -22,10 +22,10 @@ pub struct SwarmArgs {
     /// The first number.
     #[arg(long, default_value_t = 0)]
     pub start: usize,
-    /// Master host, overriding the config.
+    /// Master host, in place of the config's master or list of masters.
     #[arg(long)]
     pub master: Option<String>,
-    /// Master port, overriding the config.
+    /// Master port, overriding the config's (for every listed master).
     #[arg(long)]
     pub master_port: Option<u16>,
     /// Minions started per second (0: all at once).
@@ -66,10 +66,15 @@ pub async fn run(
         cfg.pki_dir = base.pki_dir.join("swarm").join(&cfg.id);
         cfg.health = None;
         if let Some(m) = &a.master {
-            cfg.master = m.clone();
-        }
-        if let Some(p) = a.master_port {
-            cfg.master_port = p;
+            // One master, in place of the config's list.
+            cfg.masters = vec![MasterAddr {
+                host: m.clone(),
+                port: a.master_port.unwrap_or(base.master_port),
+            }];
+        } else if let Some(p) = a.master_port {
+            for m in &mut cfg.masters {
+                m.port = p;
+            }
         }
         if let serde_json::Value::Object(o) = &mut cfg.opts {
             o.insert("id".into(), serde_json::Value::String(cfg.id.clone()));

@@ -197,6 +197,14 @@ impl Master {
         }
     }
 
+    /// Kills the master at once (SIGKILL), as a crash: no goodbye to its minions.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
     /// Stops and starts the master again on the same port.
     pub fn restart(&mut self) {
         self.stop();
@@ -324,12 +332,21 @@ pub struct Minion {
 
 impl Minion {
     fn start(master: &Master, id: &str, extra: &str) -> Minion {
+        Minion::start_at(
+            &format!("master: 127.0.0.1\nmaster_port: {}", master.port),
+            id,
+            extra,
+        )
+    }
+
+    /// Starts a minion named `id` whose config names its masters with `masters` (YAML lines,
+    /// e.g. a `master:` list and `master_type: failover`), and extra YAML config lines.
+    pub fn start_at(masters: &str, id: &str, extra: &str) -> Minion {
         let dir = Scratch::new(&format!("minion-{id}"));
         std::fs::create_dir_all(dir.0.join("etc")).expect("minion etc");
         let cfg = format!(
-            "root_dir: {}\nid: {id}\nmaster: 127.0.0.1\nmaster_port: {}\nacceptance_wait_time: 0.3\nrecon_default: 100\nrecon_max: 1000\nlog_level: debug\nidle_timeout: 3\nkeep_alive: 1\n{extra}\n",
+            "root_dir: {}\nid: {id}\n{masters}\nacceptance_wait_time: 0.3\nrecon_default: 100\nrecon_max: 1000\nlog_level: debug\nidle_timeout: 3\nkeep_alive: 1\n{extra}\n",
             dir.0.join("root").display(),
-            master.port
         );
         std::fs::write(dir.0.join("etc/minion"), cfg).expect("minion config");
         let mut m = Minion {

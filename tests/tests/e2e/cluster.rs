@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use saltq_tests::{Master, Scratch, bin, eventually};
 
 /// The NATS URL and PostgreSQL string, or `None` after saying why the test is skipped.
-fn servers() -> Option<(String, String)> {
+pub(crate) fn servers() -> Option<(String, String)> {
     let nats = std::env::var("SALTQ_TEST_NATS").ok();
     let pg = std::env::var("SALTQ_TEST_POSTGRES").ok();
     match (nats, pg) {
@@ -21,9 +21,11 @@ fn servers() -> Option<(String, String)> {
     }
 }
 
-/// A cluster of replicas sharing one PKI folder, one PostgreSQL schema and one NATS.
-struct Cluster {
-    replicas: Vec<Master>,
+/// A cluster of replicas sharing one PKI folder, one PostgreSQL schema and one NATS (also
+/// used by `failover.rs`).
+pub(crate) struct Cluster {
+    /// The replicas, in start order.
+    pub(crate) replicas: Vec<Master>,
     _pki: Scratch,
     pg: String,
     schema: String,
@@ -31,7 +33,7 @@ struct Cluster {
 
 impl Cluster {
     /// Starts `n` replicas at once (they race to create the shared PKI), with `extra` config.
-    fn start(n: usize, nats: &str, pg: &str, extra: &str) -> Cluster {
+    pub(crate) fn start(n: usize, nats: &str, pg: &str, extra: &str) -> Cluster {
         let pki = Scratch::new("cluster-pki");
         let schema = format!("saltq_e2e_cluster_{}_{}", std::process::id(), rand_suffix());
         let cluster_id = format!("e2e-{schema}").replace('_', "-");

@@ -3,6 +3,7 @@
 
 mod cli;
 mod cluster;
+mod failover;
 mod foundation;
 mod handshake;
 mod interop;
