@@ -261,7 +261,19 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &JobArgs) -> i32 {
             Ok(Some(m)) => m,
             Ok(None) => break,
             Err(s) => {
-                eprintln!("saltq: the master ended the job stream: {}", s.message());
+                eprintln!(
+                    "saltq: lost the master at {} while following the job: {}",
+                    ch.address(),
+                    s.message()
+                );
+                if !jid.is_empty() {
+                    // The minions still run it and their returns are stored wherever they are
+                    // connected (another replica of a cluster, or this master once back).
+                    eprintln!(
+                        "The job may still be running. To look up its returns later, run:\n\n\
+                         saltq run jobs.lookup_jid {jid}"
+                    );
+                }
                 return exit::UNAVAILABLE;
             }
         };

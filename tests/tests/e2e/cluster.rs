@@ -594,3 +594,218 @@ fn a_key_accepted_on_two_replicas_at_once_is_accepted_once_everywhere() {
     // The minion waits acceptance_wait_time (10 s by default) before it asks again.
     c.replicas[0].wait_for("kr");
 }
+
+/// `event_return` on every replica returns each event of the cluster once: only the replica
+/// holding the single-runner duties feeds its returners, and its bus carries every replica's
+/// events.
+#[test]
+fn event_returners_return_each_event_of_the_cluster_once() {
+    let Some((nats, pg)) = servers() else { return };
+    let out = Scratch::new("cluster-event-return");
+    let file = out.0.join("events.json");
+    let extra = format!(
+        "event_return: rawfile_json\nevent_return_whitelist: ['e2e/once/*']\n\
+         rawfile_json.filename: {}\n",
+        file.display()
+    );
+    let c = Cluster::start(3, &nats, &pg, &extra);
+    eventually(
+        "a replica holds the duties",
+        Duration::from_secs(20),
+        || {
+            c.replicas
+                .iter()
+                .any(|r| {
+                    std::fs::read_to_string(r.log())
+                        .unwrap_or_default()
+                        .contains("holds the cluster's single-runner duties")
+                })
+                .then_some(())
+        },
+    );
+    for (i, r) in c.replicas.iter().enumerate() {
+        let tag = format!("e2e/once/{i}");
+        assert_eq!(r.saltq(&["run", "event.send", &tag]).code, 0);
+    }
+    let tags = || -> Vec<String> {
+        std::fs::read_to_string(&file)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["tag"].as_str().map(str::to_owned))
+            .collect()
+    };
+    eventually("every event returned", Duration::from_secs(15), || {
+        (tags().len() >= 3).then_some(())
+    });
+    // A second copy would be written within milliseconds of the first.
+    std::thread::sleep(Duration::from_secs(1));
+    let mut got = tags();
+    got.sort();
+    assert_eq!(got, ["e2e/once/0", "e2e/once/1", "e2e/once/2"]);
+}
+
+/// A replica killed while a `saltq` call waits on it: the caller is told the master went away,
+/// with a non-zero exit, and the job still ends with its return stored through the replica of
+/// the minion.
+#[test]
+fn the_caller_of_a_killed_replica_is_told_so() {
+    let Some((nats, pg)) = servers() else { return };
+    let mut c = Cluster::start(2, &nats, &pg, "");
+    let _m = c.replicas[1].minion("cx1", "");
+    c.replicas[1].wait_for("cx1");
+    // The caller waits on replica 0 for a job running on a minion of replica 1.
+    let published = c.replicas[0].watch_events("salt/job/*/new", 1);
+    let call = Command::new(bin("saltq"))
+        .arg("-c")
+        .arg(c.replicas[0].cli_dir())
+        .args(["cx1", "test.sleep", "4", "-t", "10", "--show-jid"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("saltq");
+    let seen = lines_of(published, Duration::from_secs(10));
+    let jid = seen
+        .first()
+        .and_then(|(tag, _)| tag.split('/').nth(2))
+        .expect("the job's new event")
+        .to_owned();
+    c.replicas[0].kill();
+    let out = call.wait_with_output().expect("saltq");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(69), "{stderr}");
+    assert!(stderr.contains("lost the master at 127.0.0.1:"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("saltq run jobs.lookup_jid {jid}")),
+        "{stderr}"
+    );
+    // The minion's return is stored through its own replica, and the job is complete there.
+    let o = eventually("cx1's return stored", Duration::from_secs(20), || {
+        let o = c.replicas[1].saltq(&["jobs", "lookup", &jid, "--out", "json"]);
+        (o.json() == serde_json::json!({"cx1": true})).then_some(o)
+    });
+    assert_eq!(o.code, 0);
+}
+
+/// A PostgreSQL server of this test's own (initdb into a scratch folder, run as the `postgres`
+/// user), so stopping it disturbs no other test. `None` where that cannot be done here.
+struct PrivatePostgres {
+    bin: std::path::PathBuf,
+    data: std::path::PathBuf,
+    port: u16,
+    _dir: Scratch,
+}
+
+impl PrivatePostgres {
+    fn start() -> Option<PrivatePostgres> {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .flatten()
+            .map(|e| e.path().join("bin"))
+            .find(|b| b.join("initdb").exists())?;
+        let dir = Scratch::new("pg");
+        let data = dir.0.join("data");
+        let as_postgres = |args: &[&str]| -> bool {
+            Command::new("runuser")
+                .args(["-u", "postgres", "--"])
+                .args(args)
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        // The postgres user must reach the folder.
+        let _ = Command::new("chmod").arg("755").arg(&dir.0).status();
+        let _ = Command::new("chown").arg("postgres").arg(&dir.0).status();
+        let initdb = bin.join("initdb");
+        if !as_postgres(&[
+            initdb.to_str()?,
+            "-D",
+            data.to_str()?,
+            "--auth=trust",
+            "-U",
+            "postgres",
+        ]) {
+            return None;
+        }
+        let pg = PrivatePostgres {
+            bin,
+            data,
+            port: crate::ops::free_port(),
+            _dir: dir,
+        };
+        pg.ctl("start").then_some(pg)
+    }
+
+    fn ctl(&self, what: &str) -> bool {
+        let opts = format!("-p {} -k {} -h 127.0.0.1", self.port, self.data.display());
+        let ctl = self.bin.join("pg_ctl");
+        let mut args = vec![
+            ctl.to_str().unwrap_or_default().to_owned(),
+            "-D".into(),
+            self.data.display().to_string(),
+            "-w".into(),
+            "-l".into(),
+            self.data.join("log").display().to_string(),
+        ];
+        if what == "start" {
+            args.extend(["-o".into(), opts]);
+        } else {
+            args.extend(["-m".into(), "fast".into()]);
+        }
+        args.push(what.into());
+        Command::new("runuser")
+            .args(["-u", "postgres", "--"])
+            .args(&args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+
+    fn url(&self) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=postgres dbname=postgres",
+            self.port
+        )
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        self.ctl("stop");
+    }
+}
+
+/// PostgreSQL restarted under a cluster: publishes fail meanwhile with an error naming the
+/// job cache, the return of a job that ends meanwhile is kept by the minion and stored once
+/// the database is back, and the cluster goes on without a restart.
+#[test]
+fn a_postgres_restart_loses_no_return() {
+    let Some((nats, _)) = servers() else { return };
+    let Some(pg) = PrivatePostgres::start() else {
+        eprintln!("skipped: cannot run a private PostgreSQL (initdb as the postgres user)");
+        return;
+    };
+    let c = Cluster::start(2, &nats, &pg.url(), "");
+    let _m = c.replicas[1].minion("cp1", "");
+    c.replicas[1].wait_for("cp1");
+    let o = c.replicas[0].saltq(&["cp1", "test.sleep", "3", "--async"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let jid = o.stdout.trim().rsplit(' ').next().unwrap().to_owned();
+    assert!(pg.ctl("stop"), "pg_ctl stop");
+    let o = c.replicas[0].saltq(&["cp1", "test.ping"]);
+    assert_eq!(o.code, 69, "{o:?}");
+    assert!(o.stderr.contains("job cache"), "{o:?}");
+    // The job ends while the database is down; its return waits on the minion.
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(pg.ctl("start"), "pg_ctl start");
+    eventually(
+        "the return stored once the database is back",
+        Duration::from_secs(30),
+        || {
+            let o = c.replicas[0].saltq(&["jobs", "lookup", &jid, "--out", "json"]);
+            (o.json() == serde_json::json!({"cp1": true})).then_some(())
+        },
+    );
+    eventually("publishing works again", Duration::from_secs(30), || {
+        let o = c.replicas[0].saltq(&["cp1", "test.ping", "--out", "json", "--static"]);
+        (o.json() == serde_json::json!({"cp1": true})).then_some(())
+    });
+}
