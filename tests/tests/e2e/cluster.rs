@@ -465,10 +465,16 @@ struct PrivateNats {
     child: Option<Child>,
     port: u16,
     dir: Scratch,
+    extra: Vec<String>,
 }
 
 impl PrivateNats {
     fn start() -> Option<PrivateNats> {
+        PrivateNats::start_with(&[])
+    }
+
+    /// A server started with extra flags (TLS).
+    fn start_with(extra: &[&str]) -> Option<PrivateNats> {
         let bin = ["/usr/sbin/nats-server", "/usr/bin/nats-server"]
             .into_iter()
             .find(|p| std::path::Path::new(p).exists())?;
@@ -476,6 +482,7 @@ impl PrivateNats {
             child: None,
             port: crate::ops::free_port(),
             dir: Scratch::new("nats"),
+            extra: extra.iter().map(|s| (*s).to_owned()).collect(),
         };
         n.launch(bin);
         Some(n)
@@ -485,6 +492,7 @@ impl PrivateNats {
         let child = Command::new(bin)
             .args(["-a", "127.0.0.1", "-p", &self.port.to_string(), "-l"])
             .arg(self.dir.0.join("nats.log"))
+            .args(&self.extra)
             .spawn()
             .expect("nats-server");
         self.child = Some(child);
@@ -808,4 +816,85 @@ fn a_postgres_restart_loses_no_return() {
         let o = c.replicas[0].saltq(&["cp1", "test.ping", "--out", "json", "--static"]);
         (o.json() == serde_json::json!({"cp1": true})).then_some(())
     });
+}
+
+/// `cluster_nats` over TLS: replicas verify the NATS server with `cluster_nats_ca_file` and
+/// work as a cluster; a replica given another CA is refused at start, naming `cluster_nats`.
+#[test]
+fn replicas_reach_nats_over_tls_and_refuse_a_server_they_do_not_trust() {
+    use saltq_transport::pki::{Ca, CertRole, IssueRequest, write_private, write_public};
+    let Some((_, pg)) = servers() else { return };
+    let certs = Scratch::new("nats-tls");
+    let ca = Ca::create(
+        "nats test CA",
+        &certs.0.join("ca.crt"),
+        &certs.0.join("ca.key"),
+    )
+    .expect("CA");
+    let (cert, key) = ca
+        .issue(&IssueRequest {
+            common_name: "nats".into(),
+            role: CertRole::Server,
+            dns_names: vec!["localhost".into()],
+            ips: vec![[127, 0, 0, 1].into()],
+            days: 1,
+        })
+        .expect("server certificate");
+    write_public(&certs.0.join("nats.crt"), &cert).unwrap();
+    write_private(&certs.0.join("nats.key"), &key).unwrap();
+    let other = Ca::create(
+        "another CA",
+        &certs.0.join("other.crt"),
+        &certs.0.join("other.key"),
+    )
+    .expect("CA");
+    drop(other);
+    let (tlscert, tlskey) = (certs.0.join("nats.crt"), certs.0.join("nats.key"));
+    let Some(nats) = PrivateNats::start_with(&[
+        "--tls",
+        "--tlscert",
+        tlscert.to_str().unwrap(),
+        "--tlskey",
+        tlskey.to_str().unwrap(),
+    ]) else {
+        eprintln!("skipped: no nats-server binary to run a private server");
+        return;
+    };
+    let url = format!("tls://127.0.0.1:{}", nats.port);
+    let extra = format!(
+        "cluster_nats_ca_file: {}\n",
+        certs.0.join("ca.crt").display()
+    );
+    let c = Cluster::start(2, &url, &pg, &extra);
+    let _m = c.replicas[1].minion("ct1", "");
+    c.replicas[1].wait_for("ct1");
+    eventually(
+        "ct1 through the other replica",
+        Duration::from_secs(20),
+        || {
+            let o = c.replicas[0].saltq(&["ct1", "test.ping", "--out", "json", "--static"]);
+            (o.json() == serde_json::json!({"ct1": true})).then_some(())
+        },
+    );
+    let (code, err) = refused(&format!(
+        "job_cache: postgres\njob_cache_postgres: '{pg}'\njob_cache_postgres_schema: saltq_e2e_tls_{}\n\
+         cluster_id: tls\ncluster_nats: '{url}'\ncluster_nats_ca_file: {}\n\
+         cluster_pki_dir: {}\n",
+        std::process::id(),
+        certs.0.join("other.crt").display(),
+        certs.0.join("pki").display(),
+    ));
+    assert_eq!(code, 69, "{err}");
+    assert!(
+        err.contains("key cluster_nats") && err.contains("cannot connect to NATS"),
+        "{err}"
+    );
+    let _ = Command::new("psql")
+        .arg(&pg)
+        .arg("-c")
+        .arg(format!(
+            "DROP SCHEMA IF EXISTS saltq_e2e_tls_{} CASCADE",
+            std::process::id()
+        ))
+        .output();
 }
