@@ -163,6 +163,19 @@ impl ClusterDelivery {
         (routes.mine().len(), routes.replicas() + 1)
     }
 
+    /// `id` is no longer subscribed here: drop its route and tell the others.
+    fn gone(&self, id: &str) {
+        let me = self.me().to_owned();
+        self.lock().detach(&me, id, Instant::now());
+        self.send(
+            cpb::RoutesOp::Detach,
+            vec![cpb::Route {
+                id: id.to_owned(),
+                since_ms: 0,
+            }],
+        );
+    }
+
     fn me(&self) -> &str {
         self.nats.replica()
     }
@@ -269,30 +282,14 @@ impl Delivery for ClusterDelivery {
     fn detach(&self, id: &str, conn_id: u64) {
         self.local.detach(id, conn_id);
         if !self.local.is_connected(id) {
-            let me = self.me().to_owned();
-            self.lock().detach(&me, id, Instant::now());
-            self.send(
-                cpb::RoutesOp::Detach,
-                vec![cpb::Route {
-                    id: id.to_owned(),
-                    since_ms: 0,
-                }],
-            );
+            self.gone(id);
         }
     }
 
     fn close(&self, id: &str) -> bool {
         let closed = self.local.close(id);
         if closed {
-            let me = self.me().to_owned();
-            self.lock().detach(&me, id, Instant::now());
-            self.send(
-                cpb::RoutesOp::Detach,
-                vec![cpb::Route {
-                    id: id.to_owned(),
-                    since_ms: 0,
-                }],
-            );
+            self.gone(id);
         }
         closed
     }
