@@ -152,6 +152,26 @@ pub fn ensure_pki(cfg: &MasterConfig) -> anyhow::Result<Ca> {
     Ok(ca)
 }
 
+/// The QUIC stateless-reset secret in `pki_dir/quic_reset.key`, created on first start. The
+/// same secret after a restart (even a crash) lets the master reset the connections of its
+/// previous process at their next packet, so minions reconnect at once rather than after
+/// their idle timeout.
+fn reset_key(pki_dir: &Path) -> anyhow::Result<Vec<u8>> {
+    let path = pki_dir.join("quic_reset.key");
+    match std::fs::read(&path) {
+        Ok(key) if key.len() >= 32 => return Ok(key),
+        Ok(_) => tracing::warn!("{} is too short, making a new one", path.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+    let key: [u8; 64] = rand::random();
+    let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+    // Stored as hex text through the private-file writer (mode 0600, synced), read back as
+    // those bytes: the text is the secret.
+    pki::write_private(&path, &hex).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(hex.into_bytes())
+}
+
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_owned())
@@ -234,6 +254,10 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         &ListenConfig {
             quic: cfg.quic,
             h2: cfg.h2,
+            reset_key: Some(reset_key(&cfg.pki_dir).map_err(|e| {
+                let code = io_code(&e);
+                StartError { code, error: e }
+            })?),
         },
         &identity,
         trust,

@@ -35,6 +35,16 @@ pub fn bin(name: &str) -> PathBuf {
     p
 }
 
+/// The tests' short liveness settings (a dead peer noticed within seconds), unless `extra`
+/// sets its own.
+fn liveness(extra: &str) -> &'static str {
+    if extra.contains("idle_timeout") {
+        ""
+    } else {
+        "idle_timeout: 3\nkeep_alive: 1\n"
+    }
+}
+
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 /// A scratch directory removed on drop (kept when the test panics, for its logs).
@@ -141,8 +151,9 @@ impl Master {
     fn write_config(&self, dir: &Path, port: u16) {
         std::fs::create_dir_all(dir).expect("config dir");
         let cfg = format!(
-            "root_dir: {}\ninterface: 127.0.0.1\nport: {port}\nhttp_interface: 127.0.0.1\nhttp_port: 0\nlog_level: debug\nidle_timeout: 3\nkeep_alive: 1\n{}\n",
+            "root_dir: {}\ninterface: 127.0.0.1\nport: {port}\nhttp_interface: 127.0.0.1\nhttp_port: 0\nlog_level: debug\n{}{}\n",
             self.dir.0.join("root").display(),
+            liveness(&self.extra),
             self.extra
         );
         std::fs::write(dir.join("master"), cfg).expect("write master config");
@@ -203,6 +214,12 @@ impl Master {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    /// Starts the master again on the same port after [`Master::kill`] (or [`Master::stop`]).
+    pub fn relaunch(&mut self) {
+        let port = self.port;
+        self.launch(port);
     }
 
     /// Stops and starts the master again on the same port.
@@ -345,8 +362,9 @@ impl Minion {
         let dir = Scratch::new(&format!("minion-{id}"));
         std::fs::create_dir_all(dir.0.join("etc")).expect("minion etc");
         let cfg = format!(
-            "root_dir: {}\nid: {id}\n{masters}\nacceptance_wait_time: 0.3\nrecon_default: 100\nrecon_max: 1000\nlog_level: debug\nidle_timeout: 3\nkeep_alive: 1\n{extra}\n",
+            "root_dir: {}\nid: {id}\n{masters}\nacceptance_wait_time: 0.3\nrecon_default: 100\nrecon_max: 1000\nlog_level: debug\n{}{extra}\n",
             dir.0.join("root").display(),
+            liveness(extra),
         );
         std::fs::write(dir.0.join("etc/minion"), cfg).expect("minion config");
         let mut m = Minion {

@@ -332,7 +332,7 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Channel, ConnectError> {
 /// virtual minions of a swarm, each with its own identity and connection. Its socket has large
 /// kernel buffers ([`crate::udp`]): a job to all of them arrives at once.
 pub fn shared_endpoint(ipv6: bool) -> std::io::Result<quinn::Endpoint> {
-    crate::udp::endpoint(crate::udp::bind(any_addr(ipv6))?, None)
+    crate::udp::endpoint(crate::udp::bind(any_addr(ipv6))?, None, None)
 }
 
 /// A QUIC endpoint for one connection (a minion, the CLI): the kernel's default buffers do.

@@ -57,6 +57,8 @@ pub struct ListenConfig {
     pub quic: Option<SocketAddr>,
     /// TCP address for HTTP/2.
     pub h2: Option<SocketAddr>,
+    /// The QUIC stateless-reset secret, kept across restarts (see [`crate::udp::endpoint`]).
+    pub reset_key: Option<Vec<u8>>,
 }
 
 /// Errors binding the listeners.
@@ -138,7 +140,9 @@ impl Listeners {
                 transport.enable_segmentation_offload(false);
                 server.transport_config(Arc::new(transport));
                 let ep = crate::udp::bind(addr)
-                    .and_then(|socket| crate::udp::endpoint(socket, Some(server)))
+                    .and_then(|socket| {
+                        crate::udp::endpoint(socket, Some(server), cfg.reset_key.as_deref())
+                    })
                     .map_err(|source| BindError::Bind {
                         transport: "udp",
                         addr,

@@ -30,13 +30,37 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
 }
 
 /// A quinn endpoint on `socket`: a server when `server` is given, else a client only.
+/// `reset_key` is the secret behind QUIC stateless resets; given the same one after a restart,
+/// the endpoint resets the connections its previous process held at their next packet, so
+/// peers reconnect at once instead of waiting out their idle timeout. Without it, a random one.
 pub fn endpoint(
     socket: std::net::UdpSocket,
     server: Option<quinn::ServerConfig>,
+    reset_key: Option<&[u8]>,
 ) -> std::io::Result<quinn::Endpoint> {
     let runtime = quinn::default_runtime()
         .ok_or_else(|| std::io::Error::other("no async runtime found for the QUIC endpoint"))?;
-    quinn::Endpoint::new(quinn::EndpointConfig::default(), server, socket, runtime)
+    let config = match reset_key {
+        Some(key) => {
+            let mut config = quinn::EndpointConfig::new(std::sync::Arc::new(ring::hmac::Key::new(
+                ring::hmac::HMAC_SHA256,
+                key,
+            )));
+            // Connection ids carry a check made with a key of their own; a restarted endpoint
+            // must accept its predecessor's ids as its own, or it drops their packets unanswered
+            // instead of resetting them. The key is derived from the same secret.
+            let digest = ring::digest::digest(&ring::digest::SHA256, key);
+            let mut cid_key = [0u8; 8];
+            cid_key.copy_from_slice(&digest.as_ref()[..8]);
+            let cid_key = u64::from_le_bytes(cid_key);
+            config.cid_generator(move || {
+                Box::new(quinn_proto::HashedConnectionIdGenerator::from_key(cid_key))
+            });
+            config
+        }
+        None => quinn::EndpointConfig::default(),
+    };
+    quinn::Endpoint::new(config, server, socket, runtime)
 }
 
 fn size_buffers(socket: &Socket, want: usize) {

@@ -274,3 +274,26 @@ fn unprivileged_master_names_the_sysctl_that_caps_its_udp_buffers() {
     );
     assert!(log.contains("net.core.wmem_max"), "{log}");
 }
+
+/// A master killed and started again on the same address resets the connections of its
+/// previous process at their next packet (the stateless-reset secret is kept in pki_dir), so
+/// its minions reconnect at once instead of after their 60 s idle timeout (issue 15, defect 5).
+#[test]
+fn a_restarted_master_gets_its_minions_back_before_their_idle_timeout() {
+    let live = "idle_timeout: 60\nkeep_alive: 1\n";
+    let mut master = Master::start(&format!("auto_accept: true\n{live}"));
+    let minions: Vec<_> = (0..3)
+        .map(|i| master.minion(&format!("rs{i}"), live))
+        .collect();
+    for m in &minions {
+        master.wait_for(&m.id);
+    }
+    assert!(master.pki_dir().join("quic_reset.key").is_file());
+    master.kill();
+    master.relaunch();
+    // Well inside the 60 s idle timeout: only a recognised stateless reset gets them back now.
+    eventually("every minion back", Duration::from_secs(20), || {
+        let o = master.saltq(&["*", "test.ping", "--out", "json", "--static", "-t", "2"]);
+        (o.json() == json!({"rs0": true, "rs1": true, "rs2": true})).then_some(())
+    });
+}
