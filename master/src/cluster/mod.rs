@@ -158,21 +158,17 @@ impl Cluster {
             grains_json: grains.to_string(),
             pillar_json: pillar.to_string(),
         };
-        let store = self.store.clone();
-        let (id, g, p) = (
-            notice.id.clone(),
-            notice.grains_json.clone(),
-            notice.pillar_json.clone(),
-        );
-        tokio::spawn(async move {
-            if let Err(e) = store.put_facts(&id, &g, &p).await {
-                tracing::warn!(minion = %id, "minion data not stored in PostgreSQL: {e}");
-            }
-        });
         let _ = self.outbox.send((
             self.nats.subject("facts"),
             Bytes::from(notice.encode_to_vec()),
         ));
+        let store = self.store.clone();
+        tokio::spawn(async move {
+            let n = notice;
+            if let Err(e) = store.put_facts(&n.id, &n.grains_json, &n.pillar_json).await {
+                tracing::warn!(minion = %n.id, "minion data not stored in PostgreSQL: {e}");
+            }
+        });
     }
 }
 
@@ -192,8 +188,9 @@ pub async fn sync(master: Arc<Master>) -> Result<(), ClusterError> {
     // Keys: PostgreSQL holds the cluster's; the first replica seeds it with its own.
     let stored = c.store.all_keys().await.map_err(ClusterError::Store)?;
     if stored.is_empty() {
-        let mut ids: Vec<String> = master.keys.all().into_iter().map(|(_, id, _)| id).collect();
-        ids.dedup();
+        // An id with keys in two states (accepted and denied) is written once.
+        let ids: std::collections::BTreeSet<String> =
+            master.keys.all().into_iter().map(|(_, id, _)| id).collect();
         for id in ids {
             let entries = master.keys.entries(&id);
             c.store

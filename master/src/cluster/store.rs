@@ -22,10 +22,6 @@ pub struct ClusterStore {
 /// A database error, as text for messages.
 pub type StoreError = String;
 
-fn state_name(s: KeyState) -> &'static str {
-    s.name()
-}
-
 fn parse_state(s: &str) -> Option<KeyState> {
     KeyState::ALL.into_iter().find(|k| k.name() == s)
 }
@@ -117,7 +113,7 @@ impl ClusterStore {
         for (state, pem) in entries {
             tx.execute(
                 &format!("INSERT INTO {p}saltq_cluster_keys (id, state, pem) VALUES ($1, $2, $3)"),
-                &[&id, &state_name(*state), pem],
+                &[&id, &state.name(), pem],
             )
             .await
             .map_err(|e| e.to_string())?;
