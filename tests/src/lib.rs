@@ -21,6 +21,33 @@ pub fn eventually<T>(what: &str, timeout: Duration, mut cond: impl FnMut() -> Op
     }
 }
 
+/// Runs `binary -c DIR` with `DIR/file` holding `config` (plus a `root_dir` in DIR) and waits
+/// up to 20 s for it to exit, as it must when the config is refused: its exit code and stderr.
+pub fn refused_start(binary: &str, file: &str, config: &str) -> (i32, String) {
+    use std::io::Read;
+    let dir = Scratch::new(&format!("refused-{binary}"));
+    std::fs::write(
+        dir.0.join(file),
+        format!("root_dir: {}\n{config}", dir.0.join("root").display()),
+    )
+    .expect("write config");
+    let mut child = Command::new(bin(binary))
+        .arg("-c")
+        .arg(&dir.0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let status = eventually(&format!("{binary} exits"), Duration::from_secs(20), || {
+        child.try_wait().ok().flatten()
+    });
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    (status.code().unwrap_or(-1), err)
+}
+
 /// Where the workspace's binaries are (`target/debug` or `target/release` beside this test).
 pub fn bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");

@@ -113,36 +113,14 @@ fn lines_of(mut child: Child, deadline: Duration) -> Vec<(String, serde_json::Va
         .collect()
 }
 
-/// Runs saltq-master with `config` and returns its exit code and stderr.
+/// Runs saltq-master with `config` (after a loopback listener setup) until it exits; its exit
+/// code and stderr.
 fn refused(config: &str) -> (i32, String) {
-    let dir = Scratch::new("cluster-refused");
-    let etc = dir.0.join("etc");
-    std::fs::create_dir_all(&etc).unwrap();
-    std::fs::write(
-        etc.join("master"),
-        format!(
-            "root_dir: {}\ninterface: 127.0.0.1\nport: 0\nhttp_enabled: false\n{config}",
-            dir.0.join("root").display()
-        ),
+    saltq_tests::refused_start(
+        "saltq-master",
+        "master",
+        &format!("interface: 127.0.0.1\nport: 0\nhttp_enabled: false\n{config}"),
     )
-    .unwrap();
-    let mut child = Command::new(bin("saltq-master"))
-        .arg("-c")
-        .arg(&etc)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("saltq-master");
-    let status = eventually("the master exits", Duration::from_secs(20), || {
-        child.try_wait().ok().flatten()
-    });
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    (status.code().unwrap_or(-1), err)
 }
 
 /// Cluster mode without its parts, or with a NATS nobody answers on, is refused at start,
@@ -462,6 +440,7 @@ fn keys_and_disconnects_are_seen_by_every_replica() {
 
 /// A nats-server of this test's own, so stopping it disturbs no other test.
 struct PrivateNats {
+    bin: &'static str,
     child: Option<Child>,
     port: u16,
     dir: Scratch,
@@ -479,17 +458,19 @@ impl PrivateNats {
             .into_iter()
             .find(|p| std::path::Path::new(p).exists())?;
         let mut n = PrivateNats {
+            bin,
             child: None,
             port: crate::ops::free_port(),
             dir: Scratch::new("nats"),
             extra: extra.iter().map(|s| (*s).to_owned()).collect(),
         };
-        n.launch(bin);
+        n.launch();
         Some(n)
     }
 
-    fn launch(&mut self, bin: &str) {
-        let child = Command::new(bin)
+    /// Starts the server (again) on its port.
+    fn launch(&mut self) {
+        let child = Command::new(self.bin)
             .args(["-a", "127.0.0.1", "-p", &self.port.to_string(), "-l"])
             .arg(self.dir.0.join("nats.log"))
             .args(&self.extra)
@@ -554,11 +535,7 @@ fn a_nats_outage_names_the_minions_it_cut_off_and_heals() {
         "{o:?}"
     );
 
-    let bin = ["/usr/sbin/nats-server", "/usr/bin/nats-server"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists())
-        .unwrap();
-    nats.launch(bin);
+    nats.launch();
     eventually("the cluster heals", Duration::from_secs(40), || {
         (ping(&c.replicas[0]).json() == both && ping(&c.replicas[1]).json() == both).then_some(())
     });

@@ -2,10 +2,9 @@
 //! next when the one in use is unreachable or lost. The cluster test runs three replicas on
 //! the real nats-server and PostgreSQL (gated by `SALTQ_TEST_NATS` and `SALTQ_TEST_POSTGRES`).
 
-use std::process::Command;
 use std::time::Duration;
 
-use saltq_tests::{Master, Minion, Scratch, bin, eventually};
+use saltq_tests::{Master, Minion, eventually};
 
 use crate::cluster::{Cluster, servers};
 
@@ -120,22 +119,12 @@ fn a_minion_fails_over_to_the_next_replica_and_keeps_its_returns() {
 /// refused at start, naming the key.
 #[test]
 fn several_masters_without_failover_are_refused_naming_master_type() {
-    let dir = Scratch::new("failover-refused");
-    std::fs::write(
-        dir.0.join("minion"),
-        format!(
-            "id: fo3\nroot_dir: {}\nmaster:\n  - 127.0.0.1:4506\n  - 127.0.0.1:4507\n",
-            dir.0.join("root").display()
-        ),
-    )
-    .unwrap();
-    let o = Command::new(bin("saltq-minion"))
-        .arg("-c")
-        .arg(&dir.0)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(64), "{err}");
+    let (code, err) = saltq_tests::refused_start(
+        "saltq-minion",
+        "minion",
+        "id: fo3\nmaster:\n  - 127.0.0.1:4506\n  - 127.0.0.1:4507\n",
+    );
+    assert_eq!(code, 64, "{err}");
     assert!(
         err.contains("key \"master_type\"")
             && err.contains("needs master_type: failover")
