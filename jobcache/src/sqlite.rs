@@ -100,15 +100,41 @@ fn open_writer(path: &Path) -> Result<Connection, BoxError> {
     }
     let conn = Connection::open(path)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    let mode: String =
-        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+    // Two processes opening a new file at once (two masters starting together) can find it
+    // locked while the other switches it to WAL, a step SQLite does not always send through
+    // the busy handler: retry the set-up for as long as the busy timeout would have waited.
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mode = loop {
+        match set_up(&conn) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => break other?,
+        }
+    };
     if !mode.eq_ignore_ascii_case("wal") {
         tracing::warn!(path = %path.display(), %mode, "job cache is not in WAL mode; reads will wait for writes");
     }
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.execute_batch(SCHEMA)?;
     conn.set_prepared_statement_cache_capacity(32);
     Ok(conn)
+}
+
+/// WAL, `synchronous=NORMAL`, the tables; the journal mode SQLite settled on. A new file
+/// gets `auto_vacuum=INCREMENTAL` (it only takes before the first table), so that pruning
+/// old jobs can give their pages back to the file system ([`reclaim`]).
+fn set_up(conn: &Connection) -> rusqlite::Result<String> {
+    let fresh: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+    if fresh == 0 {
+        conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
+    }
+    let mode: String =
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.execute_batch(SCHEMA)?;
+    Ok(mode)
 }
 
 /// The writer thread: takes everything queued (up to [`MAX_BATCH`]) into one transaction,
@@ -121,13 +147,36 @@ fn writer_loop(
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.blocking_recv_many(&mut batch, MAX_BATCH) > 0 {
+        let pruning = batch.iter().any(|r| matches!(r, Request::Prune(..)));
         let result = write_batch(&mut conn, &batch);
+        if pruning && result.is_ok() {
+            reclaim(&conn, location);
+        }
         answer_batch(batch.drain(..), result, location, stats);
     }
     if let Err((_, e)) = conn.close() {
         tracing::warn!(%location, error = %e, "job cache did not close cleanly");
     }
     tracing::debug!(%location, "job cache writer stopped");
+}
+
+/// After a prune: returns the freed pages to the file system and truncates the write-ahead
+/// log, so the job cache shrinks back once `keep_jobs_seconds` has passed (a file made before
+/// `auto_vacuum` was set keeps its size and reuses the pages instead). Failing is harmless:
+/// the pages stay free for the next writes, and the log is checkpointed as usual.
+fn reclaim(conn: &Connection, location: &str) {
+    // Each pragma does its work as it is stepped: step both to the end.
+    let run = |sql: &str| -> rusqlite::Result<()> {
+        let mut stmt = conn.prepare(sql)?;
+        let mut rows = stmt.query([])?;
+        while rows.next()?.is_some() {}
+        Ok(())
+    };
+    let result =
+        run("PRAGMA incremental_vacuum").and_then(|()| run("PRAGMA wal_checkpoint(TRUNCATE)"));
+    if let Err(e) = result {
+        tracing::debug!(%location, error = %e, "job cache: pruned pages not given back yet");
+    }
 }
 
 /// Applies a batch in one transaction; any database error rolls all of it back.

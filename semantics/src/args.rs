@@ -52,10 +52,12 @@ pub enum ArgsError {
     EmptySeparator,
 }
 
-/// Salt's `KWARG_REGEX`, with Python's `$` (end, or before a final newline)
-/// spelled out; the `(?!=)` after `=` is checked by the caller.
+/// Salt's `KWARG_REGEX` (`^([^\d\W][\w.-]*)=(?!=)(.*)$`), with Python's `$` (end, or before
+/// a final newline) spelled out; the `(?!=)` after `=` is checked by the caller. Python's `\w`
+/// is `str.isalnum()` or `_` (letters and numbers, not Rust's combining marks and connectors),
+/// and its `\d` the decimal digits.
 static KWARG: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"\A([^\d\W][\w.-]*)=([^\n]*)\n?\z").ok());
+    LazyLock::new(|| Regex::new(r"\A([\p{L}\p{Nl}\p{No}_][\p{L}\p{N}_.-]*)=([^\n]*)\n?\z").ok());
 
 /// Salt's `parse_kwarg`: `name=value` when `name` is an identifier (dots and
 /// dashes allowed) and the value does not start with `=`.

@@ -209,3 +209,18 @@ fn is_true_where_the_copy_disagreed() {
     assert!(is_true(&json!({"a": 1})));
     assert!(is_true(&json!("1_000")));
 }
+
+/// SLS data as Salt's renderer hands it to states: mappings are `OrderedDict`s. The answer
+/// is Python 3.11's `repr([OrderedDict([('b', 2), ('c', OrderedDict([('d', [1, None,
+/// True])]))]), 'x'])`.
+#[test]
+fn repr_sls_spells_ordered_dicts() {
+    use saltq_semantics::python::{repr_sls, str_sls};
+    let v = json!([{"b": 2, "c": {"d": [1, null, true]}}, "x"]);
+    assert_eq!(
+        repr_sls(&v),
+        "[OrderedDict([('b', 2), ('c', OrderedDict([('d', [1, None, True])]))]), 'x']"
+    );
+    assert_eq!(str_sls(&json!("plain")), "plain");
+    assert_eq!(str_sls(&json!({})), "OrderedDict()");
+}

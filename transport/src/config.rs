@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 /// Salt's exit code for bad usage or a bad config value (`EX_USAGE`).
@@ -69,10 +70,71 @@ pub fn load_yaml<T: DeserializeOwned + Default>(
     if text.trim().is_empty() {
         return Ok(T::default());
     }
-    serde_yaml_ng::from_str(&text).map_err(|e| ConfigError::Invalid {
+    yaml_from_str(&text).map_err(|message| ConfigError::Invalid {
         path: path.to_path_buf(),
-        message: e.to_string().replace("unknown field", "unknown key"),
+        message: message.replace("unknown field", "unknown key"),
     })
+}
+
+/// `serde_yaml_ng::from_str` with an error that says where: serde_yaml_ng reports a stream of
+/// several documents without a place (`''a` is a document, then a syntax error at column 3),
+/// so the documents are read one by one to find the first real error, or the line where a
+/// second document starts.
+pub fn yaml_from_str<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+    let err = match serde_yaml_ng::from_str(text) {
+        Ok(v) => return Ok(v),
+        Err(e) if e.location().is_some() => return Err(placed(&e)),
+        Err(e) => e,
+    };
+    // The document iterator repeats a syntax error forever: two documents tell enough.
+    for document in serde_yaml_ng::Deserializer::from_str(text).take(2) {
+        if let Err(e) = serde_yaml_ng::Value::deserialize(document)
+            && e.location().is_some()
+        {
+            return Err(placed(&e));
+        }
+    }
+    match second_document_line(text) {
+        Some(line) => Err(format!(
+            "expected a single document, but another one starts at line {line}"
+        )),
+        None => Err(err.to_string()),
+    }
+}
+
+/// The error's text with its place: serde_yaml_ng leaves out line 1 column 1.
+fn placed(e: &serde_yaml_ng::Error) -> String {
+    let text = e.to_string();
+    match e.location() {
+        Some(l) if !text.contains(" at line ") => {
+            format!("{text} at line {} column {}", l.line(), l.column())
+        }
+        _ => text,
+    }
+}
+
+/// The line (from 1) of the marker (`---` or `...`) that ends the first document.
+fn second_document_line(text: &str) -> Option<usize> {
+    let is_marker = |l: &str| {
+        ["---", "..."].iter().any(|m| {
+            l.strip_prefix(m)
+                .is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t']))
+        })
+    };
+    let content = |l: &str| !l.trim().is_empty() && !l.trim_start().starts_with('#');
+    // Whether the first document has begun: content, or a `---` opening it.
+    let mut started = false;
+    for (n, line) in text.lines().enumerate() {
+        if is_marker(line) {
+            if started {
+                return Some(n + 1);
+            }
+            started = line.starts_with("---");
+        } else if content(line) {
+            started = true;
+        }
+    }
+    None
 }
 
 /// Reads `path` as YAML; keys for which `split` is true (e.g. returner options such as
@@ -231,6 +293,46 @@ mod tests {
         assert_eq!(s.port, 7);
         assert_eq!(apart["mysql.host"], "db");
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Found by the master's pillar property tests: serde_yaml_ng says "more than one document
+    /// is not supported" without a place, for a syntax error after a first scalar too.
+    #[test]
+    fn yaml_errors_say_where() {
+        let e = yaml_from_str::<serde_yaml_ng::Value>(",").unwrap_err();
+        assert_eq!(
+            e,
+            "did not find expected node content, while parsing a block node at line 1 column 1"
+        );
+        let e = yaml_from_str::<serde_yaml_ng::Value>("''a").unwrap_err();
+        assert_eq!(
+            e,
+            "did not find expected <document start> at line 1 column 3"
+        );
+        let e = yaml_from_str::<serde_yaml_ng::Value>("a: 1\n---\nb: 2\n").unwrap_err();
+        assert_eq!(
+            e,
+            "expected a single document, but another one starts at line 2"
+        );
+        let e = yaml_from_str::<serde_yaml_ng::Value>("--- a\n--- b\n").unwrap_err();
+        assert_eq!(
+            e,
+            "expected a single document, but another one starts at line 2"
+        );
+        let e = yaml_from_str::<serde_yaml_ng::Value>("# c\n---\na: 1\n...\nb\n").unwrap_err();
+        assert_eq!(
+            e,
+            "did not find expected <document start> at line 5 column 1"
+        );
+        let e = yaml_from_str::<serde_yaml_ng::Value>("# c\n---\na: 1\n...\n---\nb\n").unwrap_err();
+        assert_eq!(
+            e,
+            "expected a single document, but another one starts at line 4"
+        );
+        assert_eq!(
+            yaml_from_str::<serde_yaml_ng::Value>("---\na: 1\n").unwrap(),
+            serde_yaml_ng::from_str::<serde_yaml_ng::Value>("a: 1").unwrap()
+        );
     }
 
     #[test]

@@ -21,6 +21,18 @@ pub enum Issuer {
     SelfSigned,
 }
 
+impl Issuer {
+    /// Who issued the certificate, for messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Issuer::MasterCa => "the master's CA",
+            Issuer::ExternalCa => "an external CA for minions (minion_ca_files)",
+            Issuer::ClientCa => "an external CA for clients (client_ca_files)",
+            Issuer::SelfSigned => "itself (self-signed)",
+        }
+    }
+}
+
 /// The authenticated peer of a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Peer {

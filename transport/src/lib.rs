@@ -7,6 +7,7 @@ mod h3;
 pub mod http;
 pub mod identity;
 pub mod pki;
+pub mod reload;
 pub mod server;
 pub mod tls;
 pub mod udp;

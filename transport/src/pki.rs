@@ -88,7 +88,12 @@ impl CertKey {
 /// Reads every certificate in a PEM file; an empty file is an error.
 pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, PkiError> {
     let data = fs::read(path).map_err(io_err(path))?;
-    let certs = CertificateDer::pem_slice_iter(&data)
+    certs_from_pem(&data, path)
+}
+
+/// Every certificate in PEM `data` read from `path` (named in errors); none is an error.
+pub fn certs_from_pem(data: &[u8], path: &Path) -> Result<Vec<CertificateDer<'static>>, PkiError> {
+    let certs = CertificateDer::pem_slice_iter(data)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| PkiError::Pem {
             path: path.to_path_buf(),
@@ -106,7 +111,12 @@ pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, PkiError>
 /// Reads the first private key in a PEM file.
 pub fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, PkiError> {
     let data = fs::read(path).map_err(io_err(path))?;
-    PrivateKeyDer::from_pem_slice(&data).map_err(|e| PkiError::Pem {
+    key_from_pem(&data, path)
+}
+
+/// The first private key in PEM `data` read from `path` (named in errors).
+pub fn key_from_pem(data: &[u8], path: &Path) -> Result<PrivateKeyDer<'static>, PkiError> {
+    PrivateKeyDer::from_pem_slice(data).map_err(|e| PkiError::Pem {
         path: path.to_path_buf(),
         what: format!("no usable private key: {e}"),
     })
@@ -266,15 +276,45 @@ impl Ca {
     pub fn load(cert: &Path, key: &Path) -> Result<Ca, PkiError> {
         let cert_pem = fs::read_to_string(cert).map_err(io_err(cert))?;
         let key_pem = fs::read_to_string(key).map_err(io_err(key))?;
-        let key_pair = KeyPair::from_pem(&key_pem).map_err(|e| PkiError::Pem {
+        Ca::from_pem(&cert_pem, cert, &key_pem, key)
+    }
+
+    /// The CA from the PEM texts of its certificate and key, read from `cert` and `key` (named
+    /// in errors). The key must be the certificate's.
+    pub fn from_pem(
+        cert_pem: &str,
+        cert: &Path,
+        key_pem: &str,
+        key: &Path,
+    ) -> Result<Ca, PkiError> {
+        let key_pair = KeyPair::from_pem(key_pem).map_err(|e| PkiError::Pem {
             path: key.to_path_buf(),
             what: format!("invalid CA key: {e}"),
         })?;
-        let issuer = Issuer::from_ca_cert_pem(&cert_pem, key_pair).map_err(|e| PkiError::Pem {
+        let spki = rcgen::PublicKeyData::subject_public_key_info(&key_pair);
+        let issuer = Issuer::from_ca_cert_pem(cert_pem, key_pair).map_err(|e| PkiError::Pem {
             path: cert.to_path_buf(),
             what: format!("invalid CA certificate: {e}"),
         })?;
-        Ok(Ca { cert_pem, issuer })
+        let first = certs_from_pem(cert_pem.as_bytes(), cert)?;
+        let (_, parsed) =
+            x509_parser::parse_x509_certificate(first[0].as_ref()).map_err(|e| PkiError::Pem {
+                path: cert.to_path_buf(),
+                what: format!("invalid CA certificate: {e}"),
+            })?;
+        if parsed.tbs_certificate.subject_pki.raw != spki.as_slice() {
+            return Err(PkiError::Pem {
+                path: key.to_path_buf(),
+                what: format!(
+                    "this key is not the key of the CA certificate {}",
+                    cert.display()
+                ),
+            });
+        }
+        Ok(Ca {
+            cert_pem: cert_pem.to_owned(),
+            issuer,
+        })
     }
 
     /// Creates a new CA named `name` and writes it to `cert` and `key`.
@@ -329,11 +369,118 @@ impl Ca {
             CertRole::Client | CertRole::Minion => vec![ExtendedKeyUsagePurpose::ClientAuth],
         };
         set_validity(&mut params, req.days);
+        params.serial_number = Some(random_serial());
         let cert = params.signed_by(&key_pair, &self.issuer).map_err(err)?;
         Ok((
             format!("{}{}", cert.pem(), self.cert_pem),
             key_pair.serialize_pem(),
         ))
+    }
+
+    /// Certifies a public key the holder already has (a minion renewing its certificate over
+    /// a connection that proved it holds the private key): returns the certificate in PEM
+    /// with the CA appended, valid from `not_before` to `not_after`.
+    pub fn certify(&self, req: &CertifyRequest) -> Result<String, PkiError> {
+        let err = |source| PkiError::Issue {
+            name: req.common_name.clone(),
+            source,
+        };
+        let public_key = rcgen::SubjectPublicKeyInfo::from_der(&req.public_key_der).map_err(err)?;
+        let mut params = CertificateParams::default();
+        params.distinguished_name = dn(&req.common_name, Some(req.role.ou()));
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = match req.role {
+            CertRole::Server => vec![ExtendedKeyUsagePurpose::ServerAuth],
+            CertRole::Client | CertRole::Minion => vec![ExtendedKeyUsagePurpose::ClientAuth],
+        };
+        let at = |t: i64| {
+            OffsetDateTime::from_unix_timestamp(t).map_err(|e| PkiError::Parse(e.to_string()))
+        };
+        params.not_before = at(req.validity.not_before)?;
+        params.not_after = at(req.validity.not_after)?;
+        params.serial_number = Some(random_serial());
+        let cert = params.signed_by(&public_key, &self.issuer).map_err(err)?;
+        Ok(format!("{}{}", cert.pem(), self.cert_pem))
+    }
+}
+
+/// A serial number of 16 random bytes (positive). rcgen's default derives it from the public
+/// key, which would give every renewal of the same key the same serial.
+fn random_serial() -> rcgen::SerialNumber {
+    let mut bytes: [u8; 16] = rand::random();
+    bytes[0] &= 0x7f;
+    bytes[0] |= 0x01;
+    rcgen::SerialNumber::from_slice(&bytes)
+}
+
+/// What to put into a certificate for a public key its holder already has.
+#[derive(Debug, Clone)]
+pub struct CertifyRequest {
+    /// Subject common name: the minion id.
+    pub common_name: String,
+    /// What the certificate is for.
+    pub role: CertRole,
+    /// The holder's public key, DER SubjectPublicKeyInfo.
+    pub public_key_der: Vec<u8>,
+    /// When the certificate is valid.
+    pub validity: Validity,
+}
+
+/// A certificate's validity period, in seconds since the Unix epoch (both ends inclusive, as
+/// X.509 has it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Validity {
+    /// The first second the certificate is valid.
+    pub not_before: i64,
+    /// The last second the certificate is valid.
+    pub not_after: i64,
+}
+
+impl Validity {
+    /// Whether the certificate is no longer valid at `now` (Unix seconds).
+    pub fn expired_at(&self, now: i64) -> bool {
+        now > self.not_after
+    }
+}
+
+/// A certificate's validity period.
+pub fn validity(cert: &CertificateDer<'_>) -> Result<Validity, PkiError> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref())
+        .map_err(|e| PkiError::Parse(e.to_string()))?;
+    let v = &parsed.tbs_certificate.validity;
+    Ok(Validity {
+        not_before: v.not_before.timestamp(),
+        not_after: v.not_after.timestamp(),
+    })
+}
+
+/// A certificate's serial number in lowercase hex, colon-separated (as `openssl x509 -serial`
+/// groups it, lowercased).
+pub fn serial_hex(cert: &CertificateDer<'_>) -> Result<String, PkiError> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref())
+        .map_err(|e| PkiError::Parse(e.to_string()))?;
+    Ok(parsed
+        .tbs_certificate
+        .raw_serial()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":"))
+}
+
+/// Formats Unix seconds as an RFC 3339 UTC time for messages.
+pub fn format_time(unix: i64) -> String {
+    match OffsetDateTime::from_unix_timestamp(unix) {
+        Ok(t) => format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+            t.year(),
+            u8::from(t.month()),
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second()
+        ),
+        Err(_) => format!("{unix} (Unix time)"),
     }
 }
 
@@ -489,6 +636,65 @@ mod tests {
             spki_from_pem(&s.public_key_pem).map(|k| fingerprint_spki(&k)),
             Some(s.fingerprint)
         );
+        let _ = fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn certify_signs_the_holders_key_with_the_given_validity_and_a_fresh_serial() {
+        let dir = std::env::temp_dir().join(format!("saltq-pki-certify-{}", std::process::id()));
+        let ca = Ca::create("test-ca", &dir.join("ca.crt"), &dir.join("ca.key")).unwrap();
+        let (self_signed, key_pem) = self_signed_minion("web1", None).unwrap();
+        let own = certs_from_pem(self_signed.as_bytes(), Path::new("minion.crt")).unwrap();
+        let own = subject(&own[0]).unwrap();
+        let spki = spki_from_pem(&own.public_key_pem).unwrap();
+        let req = CertifyRequest {
+            common_name: "web1".into(),
+            role: CertRole::Minion,
+            public_key_der: spki.clone(),
+            validity: Validity {
+                not_before: 1_700_000_000,
+                not_after: 1_700_000_060,
+            },
+        };
+        let first = ca.certify(&req).unwrap();
+        let second = ca.certify(&req).unwrap();
+        let chain = certs_from_pem(first.as_bytes(), Path::new("issued")).unwrap();
+        assert_eq!(chain.len(), 2, "the CA follows the leaf");
+        let s = subject(&chain[0]).unwrap();
+        assert_eq!(s.common_name.as_deref(), Some("web1"));
+        assert_eq!(s.org_unit.as_deref(), Some(MINION_OU));
+        assert!(!s.self_issued);
+        assert_eq!(s.fingerprint, own.fingerprint, "the holder's own key");
+        assert_eq!(validity(&chain[0]).unwrap(), req.validity);
+        assert!(validity(&chain[0]).unwrap().expired_at(1_700_000_061));
+        assert!(!validity(&chain[0]).unwrap().expired_at(1_700_000_060));
+        let again = certs_from_pem(second.as_bytes(), Path::new("issued")).unwrap();
+        assert_ne!(
+            serial_hex(&chain[0]).unwrap(),
+            serial_hex(&again[0]).unwrap()
+        );
+        // The key the minion holds is the one certified: rustls accepts the pair.
+        let key = key_from_pem(key_pem.as_bytes(), Path::new("minion.key")).unwrap();
+        rustls::sign::CertifiedKey::from_der(chain, key, &crate::tls::provider()).unwrap();
+        assert_eq!(format_time(1_700_000_060), "2023-11-14T22:14:20Z");
+        let _ = fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_ca_key_that_is_not_the_certificates_key_is_refused() {
+        let dir = std::env::temp_dir().join(format!("saltq-pki-mismatch-{}", std::process::id()));
+        Ca::create("one", &dir.join("one.crt"), &dir.join("one.key")).unwrap();
+        Ca::create("two", &dir.join("two.crt"), &dir.join("two.key")).unwrap();
+        let err = Ca::load(&dir.join("one.crt"), &dir.join("two.key"))
+            .err()
+            .expect("mismatch refused")
+            .to_string();
+        assert!(err.contains("two.key") && err.contains("one.crt"), "{err}");
+        let err = Ca::from_pem("garbage", &dir.join("one.crt"), "", &dir.join("one.key"))
+            .err()
+            .expect("garbage refused")
+            .to_string();
+        assert!(err.contains("one.key"), "{err}");
         let _ = fs::remove_dir_all(dir);
     }
 }

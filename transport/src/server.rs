@@ -16,8 +16,7 @@ use tower::Service;
 use tracing::{debug, info, warn};
 
 use crate::identity::{self, PeerInfo, Transport};
-use crate::pki::CertKey;
-use crate::tls::{self, Trust};
+use crate::tls::{self, ServerCert, Trust};
 
 /// Limits applied to every connection.
 #[derive(Debug, Clone)]
@@ -90,10 +89,12 @@ pub struct Listeners {
 
 impl Listeners {
     /// Binds both listeners. With port 0 for both on the same host, the TCP port chosen by the
-    /// system is reused for UDP, so one number serves both.
+    /// system is reused for UDP, so one number serves both. Both serve `identity` and verify
+    /// with `trust` as they are at each handshake (see [`ServerCert::replace`],
+    /// [`Trust::update`]).
     pub async fn bind(
         cfg: &ListenConfig,
-        identity: &CertKey,
+        identity: &ServerCert,
         trust: Trust,
         limits: Limits,
     ) -> Result<Listeners, BindError> {

@@ -14,13 +14,15 @@ use std::sync::{Arc, Mutex};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::server::WebPkiClientVerifier;
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
+use rustls::sign::CertifiedKey;
 use rustls::{
     ClientConfig, DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig,
     SignatureScheme,
 };
 
+use arc_swap::ArcSwap;
 use sha2::{Digest, Sha256};
 
 use crate::identity::Issuer;
@@ -73,15 +75,73 @@ fn client_verifier(
         .map_err(|e| TlsError::Anchor(e.to_string()))
 }
 
-/// Which CAs the master trusts for client certificates.
+/// Which CAs the master trusts for client certificates. Clones share one set of anchors, which
+/// [`Trust::update`] replaces at once for every listener: handshakes that start afterwards
+/// are verified against the new CAs, connections already up are left alone.
 #[derive(Clone)]
 pub struct Trust {
-    master_ca: Arc<dyn ClientCertVerifier>,
-    external: Option<Arc<dyn ClientCertVerifier>>,
-    clients: Option<Arc<dyn ClientCertVerifier>>,
+    anchors: Arc<ArcSwap<Anchors>>,
     /// Who vouched for certificates the handshake verifier just accepted, by the certificate's
     /// SHA-256, so [`Trust::issuer_of`] does not verify the same chain a second time.
     vouched: Arc<Mutex<HashMap<[u8; 32], Issuer>>>,
+}
+
+/// One generation of trusted CAs.
+struct Anchors {
+    /// The master's own CA.
+    master_ca: Arc<dyn ClientCertVerifier>,
+    /// External CAs for minions (`minion_ca_files`).
+    external: Option<Arc<dyn ClientCertVerifier>>,
+    /// External CAs for clients (`client_ca_files`).
+    clients: Option<Arc<dyn ClientCertVerifier>>,
+}
+
+impl Anchors {
+    fn new(
+        master_ca: &[CertificateDer<'static>],
+        external_minion_cas: &[CertificateDer<'static>],
+        external_client_cas: &[CertificateDer<'static>],
+    ) -> Result<Anchors, TlsError> {
+        let optional = |cas: &[CertificateDer<'static>]| -> Result<_, TlsError> {
+            if cas.is_empty() {
+                Ok(None)
+            } else {
+                Ok(Some(client_verifier(cas)?))
+            }
+        };
+        Ok(Anchors {
+            master_ca: client_verifier(master_ca)?,
+            external: optional(external_minion_cas)?,
+            clients: optional(external_client_cas)?,
+        })
+    }
+}
+
+/// Why a client certificate was not vouched for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Nobody we trust issued it.
+    UnknownIssuer,
+    /// A CA we trust issued it, but its validity ended at `not_after` (Unix seconds).
+    Expired {
+        /// Who issued it.
+        issuer: Issuer,
+        /// When it stopped being valid.
+        not_after: i64,
+    },
+}
+
+impl Refusal {
+    fn rustls(&self) -> rustls::Error {
+        match self {
+            Refusal::UnknownIssuer => {
+                rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer)
+            }
+            Refusal::Expired { .. } => {
+                rustls::Error::InvalidCertificate(rustls::CertificateError::Expired)
+            }
+        }
+    }
 }
 
 /// Entries kept in [`Trust::vouched`] at most: each normally lives from the verifier's check to
@@ -91,7 +151,7 @@ const VOUCHED_MAX: usize = 4096;
 impl std::fmt::Debug for Trust {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Trust")
-            .field("external", &self.external.is_some())
+            .field("external", &self.anchors.load().external.is_some())
             .finish()
     }
 }
@@ -103,49 +163,104 @@ impl Trust {
         external_minion_cas: &[CertificateDer<'static>],
         external_client_cas: &[CertificateDer<'static>],
     ) -> Result<Trust, TlsError> {
-        let optional = |cas: &[CertificateDer<'static>]| -> Result<_, TlsError> {
-            if cas.is_empty() {
-                Ok(None)
-            } else {
-                Ok(Some(client_verifier(cas)?))
-            }
-        };
         Ok(Trust {
-            master_ca: client_verifier(master_ca)?,
-            external: optional(external_minion_cas)?,
-            clients: optional(external_client_cas)?,
+            anchors: Arc::new(ArcSwap::from_pointee(Anchors::new(
+                master_ca,
+                external_minion_cas,
+                external_client_cas,
+            )?)),
             vouched: Arc::default(),
         })
     }
 
-    /// Who vouches for `leaf`, or `None` when nobody we trust does.
-    fn vouch(&self, leaf: &CertificateDer<'_>, rest: &[CertificateDer<'_>]) -> Option<Issuer> {
+    /// Replaces the trusted CAs for every clone of this `Trust`; on an error nothing changes.
+    pub fn update(
+        &self,
+        master_ca: &[CertificateDer<'static>],
+        external_minion_cas: &[CertificateDer<'static>],
+        external_client_cas: &[CertificateDer<'static>],
+    ) -> Result<(), TlsError> {
+        let anchors = Anchors::new(master_ca, external_minion_cas, external_client_cas)?;
+        self.anchors.store(Arc::new(anchors));
+        Ok(())
+    }
+
+    /// Who vouches for `leaf`, or why nobody we trust does.
+    fn vouch(
+        &self,
+        leaf: &CertificateDer<'_>,
+        rest: &[CertificateDer<'_>],
+    ) -> Result<Issuer, Refusal> {
+        let anchors = self.anchors.load();
         let now = UnixTime::now();
-        if self.master_ca.verify_client_cert(leaf, rest, now).is_ok() {
-            return Some(Issuer::MasterCa);
-        }
-        let by = |v: &Option<Arc<dyn ClientCertVerifier>>| {
-            v.as_ref()
-                .is_some_and(|v| v.verify_client_cert(leaf, rest, now).is_ok())
+        // A CA we trust that issued the certificate, but too long ago: said so, not "unknown".
+        // The time is checked before the chain, so an expired certificate is checked again as
+        // of its last valid second to learn whether this CA issued it.
+        let mut expired: Option<(Issuer, i64)> = None;
+        let mut by = |v: Option<&Arc<dyn ClientCertVerifier>>, issuer: Issuer| {
+            let Some(v) = v else { return false };
+            match v.verify_client_cert(leaf, rest, now) {
+                Ok(_) => true,
+                Err(rustls::Error::InvalidCertificate(
+                    rustls::CertificateError::Expired
+                    | rustls::CertificateError::ExpiredContext { .. },
+                )) => {
+                    if expired.is_none()
+                        && let Ok(validity) = pki::validity(leaf)
+                        && let Ok(last) = u64::try_from(validity.not_after)
+                        && v.verify_client_cert(
+                            leaf,
+                            rest,
+                            UnixTime::since_unix_epoch(std::time::Duration::from_secs(last)),
+                        )
+                        .is_ok()
+                    {
+                        expired = Some((issuer, validity.not_after));
+                    }
+                    false
+                }
+                Err(_) => false,
+            }
         };
-        match (by(&self.external), by(&self.clients)) {
+        if by(Some(&anchors.master_ca), Issuer::MasterCa) {
+            return Ok(Issuer::MasterCa);
+        }
+        match (
+            by(anchors.external.as_ref(), Issuer::ExternalCa),
+            by(anchors.clients.as_ref(), Issuer::ClientCa),
+        ) {
             // One CA for both (common with cert-manager): the OU says which.
             (true, true) => {
                 let ou = pki::subject(leaf).ok().and_then(|s| s.org_unit);
-                return Some(if ou.as_deref() == Some(pki::CLIENT_OU) {
+                return Ok(if ou.as_deref() == Some(pki::CLIENT_OU) {
                     Issuer::ClientCa
                 } else {
                     Issuer::ExternalCa
                 });
             }
-            (true, false) => return Some(Issuer::ExternalCa),
-            (false, true) => return Some(Issuer::ClientCa),
+            (true, false) => return Ok(Issuer::ExternalCa),
+            (false, true) => return Ok(Issuer::ClientCa),
             (false, false) => {}
         }
         if verify_self_signed(leaf, now) {
-            return Some(Issuer::SelfSigned);
+            return Ok(Issuer::SelfSigned);
         }
-        None
+        // A minion's own certificate past its end: said so too, checked as of its last second.
+        if expired.is_none()
+            && let Ok(validity) = pki::validity(leaf)
+            && validity.not_after < now.as_secs() as i64
+            && let Ok(last) = u64::try_from(validity.not_after)
+            && verify_self_signed(
+                leaf,
+                UnixTime::since_unix_epoch(std::time::Duration::from_secs(last)),
+            )
+        {
+            expired = Some((Issuer::SelfSigned, validity.not_after));
+        }
+        match expired {
+            Some((issuer, not_after)) => Err(Refusal::Expired { issuer, not_after }),
+            None => Err(Refusal::UnknownIssuer),
+        }
     }
 
     /// [`Trust::vouch`] for the handshake, remembering the answer for [`Trust::issuer_of`].
@@ -153,14 +268,14 @@ impl Trust {
         &self,
         leaf: &CertificateDer<'_>,
         rest: &[CertificateDer<'_>],
-    ) -> Option<Issuer> {
+    ) -> Result<Issuer, Refusal> {
         let issuer = self.vouch(leaf, rest)?;
         let mut v = self.vouched.lock().unwrap_or_else(|e| e.into_inner());
         if v.len() >= VOUCHED_MAX {
             v.clear();
         }
         v.insert(cert_digest(leaf, rest), issuer);
-        Some(issuer)
+        Ok(issuer)
     }
 
     /// Who vouched for an already verified certificate.
@@ -171,7 +286,7 @@ impl Trust {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&cert_digest(leaf, rest));
         known
-            .or_else(|| self.vouch(leaf, rest))
+            .or_else(|| self.vouch(leaf, rest).ok())
             .unwrap_or(Issuer::SelfSigned)
     }
 }
@@ -245,19 +360,103 @@ impl ClientCertVerifier for MasterClientVerifier {
         _now: UnixTime,
     ) -> Result<ClientCertVerified, rustls::Error> {
         match self.trust.vouch_in_handshake(end_entity, intermediates) {
-            Some(_) => Ok(ClientCertVerified::assertion()),
-            None => Err(rustls::Error::InvalidCertificate(
-                rustls::CertificateError::UnknownIssuer,
-            )),
+            Ok(_) => Ok(ClientCertVerified::assertion()),
+            Err(refusal) => {
+                if let Refusal::Expired { issuer, not_after } = &refusal {
+                    // The one refusal an operator must act on (the holder did not renew in
+                    // time): said once per attempt, with who and since when.
+                    let who = pki::subject(end_entity)
+                        .ok()
+                        .and_then(|s| s.common_name)
+                        .unwrap_or_else(|| "a peer without a common name".into());
+                    let serial = pki::serial_hex(end_entity).unwrap_or_default();
+                    tracing::warn!(
+                        "refusing the certificate of {who} (serial {serial}): issued by {}, it expired at {}; it must be renewed before it expires or replaced",
+                        issuer.describe(),
+                        pki::format_time(*not_after)
+                    );
+                }
+                Err(refusal.rustls())
+            }
         }
     }
 
     provider_signatures!();
 }
 
+/// `identity` as rustls uses it, once its key loads and is the leaf certificate's key;
+/// `what` names the pair in errors.
+fn certified(identity: &CertKey, what: &str) -> Result<CertifiedKey, TlsError> {
+    if identity.chain.is_empty() {
+        return Err(TlsError::Rustls {
+            context: format!("{what}: no certificate"),
+            source: rustls::Error::NoCertificatesPresented,
+        });
+    }
+    CertifiedKey::from_der(
+        identity.chain.clone(),
+        identity.key.clone_key(),
+        &provider(),
+    )
+    .map_err(|source| TlsError::Rustls {
+        context: format!("{what} do not match or are unusable"),
+        source,
+    })
+}
+
+/// Checks that a client's certificate carries the public key of its private key (a minion
+/// taking a certificate the master issued it).
+pub fn check_client_pair(identity: &CertKey) -> Result<(), TlsError> {
+    certified(identity, "the certificate and key").map(drop)
+}
+
+/// The master's server certificate, swappable while serving: every handshake (QUIC and TCP
+/// alike) takes the current one; connections already up keep the one they began with.
+#[derive(Clone)]
+pub struct ServerCert {
+    current: Arc<ArcSwap<CertifiedKey>>,
+}
+
+impl std::fmt::Debug for ServerCert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerCert").finish_non_exhaustive()
+    }
+}
+
+impl ServerCert {
+    /// Serves `identity` until [`ServerCert::replace`]d.
+    pub fn new(identity: &CertKey) -> Result<ServerCert, TlsError> {
+        Ok(ServerCert {
+            current: Arc::new(ArcSwap::from_pointee(Self::certified(identity)?)),
+        })
+    }
+
+    /// Checks that `identity` can be served: its key loads and is the leaf certificate's key.
+    pub fn certified(identity: &CertKey) -> Result<CertifiedKey, TlsError> {
+        certified(identity, "the master's certificate and key")
+    }
+
+    /// Serves `identity` from the next handshake on; on an error the current one stays.
+    pub fn replace(&self, identity: &CertKey) -> Result<(), TlsError> {
+        self.current.store(Arc::new(Self::certified(identity)?));
+        Ok(())
+    }
+
+    /// The leaf certificate served now.
+    pub fn leaf(&self) -> CertificateDer<'static> {
+        self.current.load().cert[0].clone()
+    }
+}
+
+impl ResolvesServerCert for ServerCert {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.current.load_full())
+    }
+}
+
 /// The master's server-side TLS configuration for one ALPN protocol.
 pub fn server_config(
-    identity: &CertKey,
+    identity: &ServerCert,
     trust: &Trust,
     alpn: &[u8],
 ) -> Result<ServerConfig, TlsError> {
@@ -271,11 +470,7 @@ pub fn server_config(
             source,
         })?
         .with_client_cert_verifier(verifier)
-        .with_single_cert(identity.chain.clone(), identity.key.clone_key())
-        .map_err(|source| TlsError::Rustls {
-            context: "the master's certificate and key do not match or are unusable".into(),
-            source,
-        })?;
+        .with_cert_resolver(Arc::new(identity.clone()));
     cfg.alpn_protocols = vec![alpn.to_vec()];
     Ok(cfg)
 }
@@ -374,4 +569,147 @@ impl ServerCertVerifier for FirstUseVerifier {
     }
 
     provider_signatures!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pki::{Ca, CertRole, CertifyRequest, IssueRequest, Validity};
+    use std::path::{Path, PathBuf};
+
+    fn tmp(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("saltq-tls-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn pair(ca: &Ca, cn: &str, role: CertRole) -> CertKey {
+        let (c, k) = ca
+            .issue(&IssueRequest {
+                common_name: cn.into(),
+                role,
+                dns_names: vec!["localhost".into()],
+                ips: vec![],
+                days: 1,
+            })
+            .unwrap();
+        CertKey {
+            chain: pki::certs_from_pem(c.as_bytes(), Path::new("c")).unwrap(),
+            key: pki::key_from_pem(k.as_bytes(), Path::new("k")).unwrap(),
+        }
+    }
+
+    fn ca_der(ca: &Ca) -> Vec<CertificateDer<'static>> {
+        pki::certs_from_pem(ca.cert_pem().as_bytes(), Path::new("ca")).unwrap()
+    }
+
+    #[test]
+    fn server_cert_swaps_and_keeps_the_old_one_on_a_mismatched_key() {
+        let d = tmp("swap");
+        let ca = Ca::create("ca", &d.join("ca.crt"), &d.join("ca.key")).unwrap();
+        let a = pair(&ca, "master", CertRole::Server);
+        let b = pair(&ca, "master", CertRole::Server);
+        let served = ServerCert::new(&a).unwrap();
+        let clone = served.clone();
+        assert_eq!(served.leaf(), a.chain[0]);
+        served.replace(&b).unwrap();
+        assert_eq!(clone.leaf(), b.chain[0], "every clone serves the new one");
+        let mismatched = CertKey {
+            chain: a.chain.clone(),
+            key: b.key.clone_key(),
+        };
+        let e = served.replace(&mismatched).unwrap_err().to_string();
+        assert!(e.contains("do not match"), "{e}");
+        assert_eq!(clone.leaf(), b.chain[0], "the old one stays");
+        let empty = CertKey {
+            chain: vec![],
+            key: b.key.clone_key(),
+        };
+        assert!(served.replace(&empty).is_err());
+        assert_eq!(clone.leaf(), b.chain[0]);
+        let _ = std::fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn trust_update_reaches_every_clone() {
+        let d = tmp("trust");
+        let ours = Ca::create("ours", &d.join("a.crt"), &d.join("a.key")).unwrap();
+        let theirs = Ca::create("theirs", &d.join("b.crt"), &d.join("b.key")).unwrap();
+        let alice = pair(&theirs, "alice", CertRole::Client);
+        let trust = Trust::new(&ca_der(&ours), &[], &[]).unwrap();
+        let listener = trust.clone();
+        assert_eq!(
+            listener.vouch(&alice.chain[0], &alice.chain[1..]),
+            Err(Refusal::UnknownIssuer)
+        );
+        trust.update(&ca_der(&ours), &[], &ca_der(&theirs)).unwrap();
+        assert_eq!(
+            listener.vouch(&alice.chain[0], &alice.chain[1..]),
+            Ok(Issuer::ClientCa)
+        );
+        trust.update(&ca_der(&ours), &[], &[]).unwrap();
+        assert_eq!(
+            listener.vouch(&alice.chain[0], &alice.chain[1..]),
+            Err(Refusal::UnknownIssuer),
+            "a CA taken out of the bundle is no longer trusted"
+        );
+        let _ = std::fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn an_expired_certificate_from_a_trusted_ca_says_so() {
+        let d = tmp("expired");
+        let ca = Ca::create("ours", &d.join("a.crt"), &d.join("a.key")).unwrap();
+        let (own, _) = pki::self_signed_minion("web1", None).unwrap();
+        let own = pki::certs_from_pem(own.as_bytes(), Path::new("own")).unwrap();
+        let spki = pki::spki_from_pem(&pki::subject(&own[0]).unwrap().public_key_pem).unwrap();
+        let now = UnixTime::now().as_secs() as i64;
+        let certify = |not_before: i64, not_after: i64| {
+            let pem = ca
+                .certify(&CertifyRequest {
+                    common_name: "web1".into(),
+                    role: CertRole::Minion,
+                    public_key_der: spki.clone(),
+                    validity: Validity {
+                        not_before,
+                        not_after,
+                    },
+                })
+                .unwrap();
+            pki::certs_from_pem(pem.as_bytes(), Path::new("issued")).unwrap()
+        };
+        let trust = Trust::new(&ca_der(&ca), &[], &[]).unwrap();
+        let fresh = certify(now - 10, now + 60);
+        assert_eq!(trust.vouch(&fresh[0], &fresh[1..]), Ok(Issuer::MasterCa));
+        let stale = certify(now - 120, now - 60);
+        assert_eq!(
+            trust.vouch(&stale[0], &stale[1..]),
+            Err(Refusal::Expired {
+                issuer: Issuer::MasterCa,
+                not_after: now - 60
+            })
+        );
+        // The same expired certificate from a CA nobody trusts is just unknown.
+        let other = Trust::new(
+            &ca_der(&Ca::create("x", &d.join("x.crt"), &d.join("x.key")).unwrap()),
+            &[],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            other.vouch(&stale[0], &stale[1..]),
+            Err(Refusal::UnknownIssuer)
+        );
+        // The handshake's verifier refuses it with TLS's own reason.
+        let v = MasterClientVerifier { trust };
+        let e = v
+            .verify_client_cert(&stale[0], &stale[1..], UnixTime::now())
+            .expect_err("refused");
+        assert_eq!(
+            e,
+            rustls::Error::InvalidCertificate(rustls::CertificateError::Expired)
+        );
+        let _ = std::fs::remove_dir_all(d);
+    }
 }

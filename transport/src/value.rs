@@ -35,6 +35,33 @@ pub fn from_prost(v: &Value) -> Json {
     }
 }
 
+/// prost's recursion limit: a request with messages nested more than this deep below it (a
+/// field of the request is level 1) does not decode, and the master answers INVALID_ARGUMENT.
+pub const MAX_NESTING: usize = 100;
+
+/// How many protobuf messages deep `v` goes: the `Value` itself, then per list its `ListValue`
+/// and the element `Value`s, per object its `Struct`, the map entry and the field `Value`s.
+/// Without recursion: it is asked of values that may be too deep for it.
+pub fn nesting(v: &Value) -> usize {
+    let mut deepest = 0;
+    let mut todo = vec![(v, 1)];
+    while let Some((v, depth)) = todo.pop() {
+        deepest = deepest.max(depth);
+        match &v.kind {
+            Some(Kind::ListValue(l)) => {
+                deepest = deepest.max(depth + 1);
+                todo.extend(l.values.iter().map(|x| (x, depth + 2)));
+            }
+            Some(Kind::StructValue(s)) => {
+                deepest = deepest.max(depth + 1);
+                todo.extend(s.fields.values().map(|x| (x, depth + 3)));
+            }
+            _ => {}
+        }
+    }
+    deepest
+}
+
 fn number(n: f64) -> Json {
     if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 {
         Json::Number(Number::from(n as i64))
@@ -88,6 +115,42 @@ pub fn from_list(l: Option<&ListValue>) -> Vec<Json> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `levels` lists (or objects) around a string.
+    fn deep(levels: usize, object: bool) -> Json {
+        let mut v = Json::String("bottom".into());
+        for _ in 0..levels {
+            v = if object {
+                serde_json::json!({ "k": v })
+            } else {
+                serde_json::json!([v])
+            };
+        }
+        v
+    }
+
+    #[test]
+    fn nesting_counts_what_prost_counts() {
+        use prost::Message;
+        use saltq_proto::v1::ReturnRequest;
+        for object in [false, true] {
+            for levels in 0..60 {
+                let v = to_prost(&deep(levels, object));
+                let req = ReturnRequest {
+                    r#return: Some(v.clone()),
+                    ..Default::default()
+                };
+                let decodes = ReturnRequest::decode(req.encode_to_vec().as_slice()).is_ok();
+                // The request itself does not count, the return value is the first level.
+                let fits = nesting(&v) <= MAX_NESTING;
+                assert_eq!(decodes, fits, "{levels} levels (objects: {object})");
+            }
+        }
+        assert_eq!(nesting(&to_prost(&Json::Null)), 1);
+        assert_eq!(nesting(&to_prost(&serde_json::json!([]))), 2);
+        assert_eq!(nesting(&to_prost(&serde_json::json!([1]))), 3);
+        assert_eq!(nesting(&to_prost(&serde_json::json!({"a": 1}))), 4);
+    }
     use serde_json::json;
 
     #[test]

@@ -142,3 +142,46 @@ async fn creates_missing_folder() {
     cache.check_writable().await.expect("writable");
     assert!(path.exists());
 }
+
+/// The file and its write-ahead log together, in bytes.
+fn on_disk(path: &std::path::Path) -> u64 {
+    let wal = path.with_extension("db-wal");
+    [path.to_owned(), wal]
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// Pruning every job gives the pages back: the file (with its log) shrinks back to near its
+/// empty size instead of keeping the high-water mark of the busiest hour (`keep_jobs_seconds`).
+#[tokio::test]
+async fn pruning_shrinks_the_file_back() {
+    let fx = Fixture::sqlite();
+    let path = fx.sqlite_path().expect("a file").to_owned();
+    let cache = fx.open().await;
+    let empty = on_disk(&path);
+    let big = "x".repeat(2000);
+    for i in 0..400 {
+        let j = ping_job(t0() + chrono::Duration::seconds(i), &["m1", "m2"]);
+        cache.save_job(&j).await.expect("save");
+        for id in ["m1", "m2"] {
+            cache
+                .store_return(ret(&j.jid, id, json!(big)))
+                .await
+                .expect("store");
+        }
+    }
+    let full = on_disk(&path);
+    assert!(full > empty + 1_000_000, "{empty} -> {full} bytes");
+    let pruned = cache
+        .prune(t0() + chrono::Duration::days(1))
+        .await
+        .expect("prune");
+    assert_eq!(pruned, 400);
+    let after = on_disk(&path);
+    assert!(
+        after < empty + 200_000,
+        "empty {empty}, full {full}, after pruning {after} bytes"
+    );
+}

@@ -1,8 +1,9 @@
-//! Salt's CLI outputters (`--out nested|json|yaml|txt|raw|quiet`), reproducing
+//! Salt's CLI outputters (`--out nested|json|yaml|txt|raw|quiet|highstate`), reproducing
 //! byte for byte what Salt 3007.8 prints, with and without colour.
 //!
 //! Golden files made by real Salt (`tests/data/output/gen.py`) pin the output.
 
+mod highstate;
 mod json;
 mod nested;
 mod text;
@@ -12,6 +13,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde_json::Value;
+
+pub use highstate::HighstateOptions;
 
 /// One of Salt's outputters, as named by `--out`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -29,17 +32,21 @@ pub enum Outputter {
     Raw,
     /// Nothing at all (`salt/output/no_out_quiet.py`).
     Quiet,
+    /// State runs: a block per state and a summary (`salt/output/highstate.py`);
+    /// what `state.*` functions ask for.
+    Highstate,
 }
 
 impl Outputter {
     /// Every outputter, in the order they are listed to users.
-    pub const ALL: [Outputter; 6] = [
+    pub const ALL: [Outputter; 7] = [
         Outputter::Nested,
         Outputter::Json,
         Outputter::Yaml,
         Outputter::Txt,
         Outputter::Raw,
         Outputter::Quiet,
+        Outputter::Highstate,
     ];
 
     /// The name `--out` takes.
@@ -51,6 +58,7 @@ impl Outputter {
             Outputter::Txt => "txt",
             Outputter::Raw => "raw",
             Outputter::Quiet => "quiet",
+            Outputter::Highstate => "highstate",
         }
     }
 }
@@ -63,7 +71,9 @@ impl fmt::Display for Outputter {
 
 /// An `--out` value that names no outputter saltq has.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown outputter {name:?}: expected one of nested, json, yaml, txt, raw, quiet")]
+#[error(
+    "unknown outputter {name:?}: expected one of nested, json, yaml, txt, raw, quiet, highstate"
+)]
 pub struct UnknownOutputter {
     /// The name that was given.
     pub name: String,
@@ -81,6 +91,7 @@ impl FromStr for Outputter {
             "txt" | "text" => Ok(Outputter::Txt),
             "raw" => Ok(Outputter::Raw),
             "quiet" => Ok(Outputter::Quiet),
+            "highstate" => Ok(Outputter::Highstate),
             other => Err(UnknownOutputter {
                 name: other.to_owned(),
             }),
@@ -92,7 +103,7 @@ impl FromStr for Outputter {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OutputOptions {
     /// Colour escapes on (`--force-color`, or stdout is a terminal and no
-    /// `--no-color`). Only `nested` uses colour.
+    /// `--no-color`). Only `nested` and `highstate` use colour.
     pub color: bool,
     /// `--out-indent`: None leaves each outputter's default (json 4, yaml 2);
     /// a negative value prints json on one line and yaml in flow style;
@@ -125,7 +136,24 @@ pub fn render_with_retcode(
     opts: &OutputOptions,
     retcode: i64,
 ) -> String {
+    render_with(out, data, opts, &HighstateOptions::default(), retcode)
+}
+
+/// [`render_with_retcode`] with the options of the `highstate` outputter
+/// (`--state-output`, `--state-verbose`...), which no other outputter reads.
+/// Where Salt's `highstate` outputter fails on the data (a list or a float at
+/// the top, a state without `changes`...), Salt prints it with `nested`, and
+/// so does this.
+pub fn render_with(
+    out: Outputter,
+    data: &Value,
+    opts: &OutputOptions,
+    state: &HighstateOptions,
+    retcode: i64,
+) -> String {
     let text = match out {
+        Outputter::Highstate => highstate::render(data, opts.color, state)
+            .unwrap_or_else(|edited| nested::render(&edited, opts.color, retcode)),
         Outputter::Nested => nested::render(data, opts.color, retcode),
         Outputter::Json => json::render(data, opts.indent),
         Outputter::Yaml => yaml::render(data, opts.indent),
@@ -160,7 +188,7 @@ mod tests {
         let err = "pprint".parse::<Outputter>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown outputter \"pprint\": expected one of nested, json, yaml, txt, raw, quiet"
+            "unknown outputter \"pprint\": expected one of nested, json, yaml, txt, raw, quiet, highstate"
         );
     }
 
@@ -175,6 +203,7 @@ mod tests {
         check(Outputter::Txt, "minion0: True\n");
         check(Outputter::Raw, "{'minion0': True}\n");
         check(Outputter::Quiet, "");
+        check(Outputter::Highstate, "minion0:\n    True\n");
     }
 
     #[test]

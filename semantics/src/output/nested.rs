@@ -39,12 +39,18 @@ const NO_COLORS: Palette = Palette {
 
 /// Renders `data` as `nested.output` does, before Salt right-strips it.
 pub(super) fn render(data: &Value, color: bool, retcode: i64) -> String {
+    render_at(data, color, retcode, 0)
+}
+
+/// [`render`] starting at column `indent` (`nested_indent`), as `highstate`
+/// prints a state's changes (at 14).
+pub(super) fn render_at(data: &Value, color: bool, retcode: i64, indent: usize) -> String {
     let display = Display {
         palette: if color { &COLORS } else { &NO_COLORS },
         failed: retcode != 0,
     };
     let mut lines = Vec::new();
-    display.value(&mut lines, data, 0, "");
+    display.value(&mut lines, data, indent, "");
     lines.join("\n")
 }
 

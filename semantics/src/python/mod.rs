@@ -14,7 +14,7 @@ mod yamlify;
 
 pub use self::fnmatch::{Glob, GlobError, fnmatch};
 pub use self::pformat::pformat;
-pub use self::repr::{float_repr, number_repr, repr, str, str_repr};
+pub use self::repr::{float_repr, number_repr, repr, repr_sls, str, str_repr, str_sls};
 pub use self::text::{is_space, rstrip, splitlines};
 pub use self::truth::{is_true, truthy};
 pub use self::yamlify::yamlify;

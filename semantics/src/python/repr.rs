@@ -51,6 +51,35 @@ fn write_repr(out: &mut String, v: &Value) {
     }
 }
 
+/// Python's `repr()` of data as Salt's SLS renderer gives it to a state: every mapping is an
+/// `OrderedDict` (`OrderedDict([('b', 2)])`), lists and scalars as [`repr`]. State comments
+/// that format a value from an SLS (`grains.present`'s "Set grain x to ...") show this.
+pub fn repr_sls(v: &Value) -> String {
+    match v {
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(repr_sls).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(map) if map.is_empty() => "OrderedDict()".to_owned(),
+        Value::Object(map) => format!(
+            "OrderedDict([{}])",
+            map.iter()
+                .map(|(k, item)| format!("({}, {})", str_repr(k), repr_sls(item)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => repr(other),
+    }
+}
+
+/// Python's `str()` of SLS data: the text itself for a string, [`repr_sls`] otherwise.
+pub fn str_sls(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => repr_sls(other),
+    }
+}
+
 /// Python's `str()` of a value: the text itself for a string, `repr()` otherwise.
 pub fn str(v: &Value) -> String {
     match v {

@@ -126,6 +126,7 @@ mod yaml {
             i: 0,
             anchors: HashMap::new(),
             depth: 0,
+            copied: 0,
         };
         p.document()
     }
@@ -161,10 +162,38 @@ mod yaml {
         anchors: HashMap<String, Node>,
         /// How many collections deep the cursor is, to refuse absurd nesting.
         depth: usize,
+        /// Nodes copied by aliases so far, to refuse alias bombs.
+        copied: usize,
     }
 
     /// How deep collections may nest before the text is left a string.
     const MAX_DEPTH: usize = 64;
+
+    /// How many nodes aliases may copy in one load before the text is left a string: nested
+    /// aliases (`&b [*a, *a, ...]`) otherwise grow exponentially with their depth.
+    const MAX_ALIAS_NODES: usize = 10_000;
+
+    /// The number of nodes in `node`, counting at most to `limit + 1`.
+    fn size(node: &Node, limit: usize) -> usize {
+        match node {
+            Node::Seq(items) => items.iter().fold(1, |n, item| {
+                if n > limit {
+                    n
+                } else {
+                    n + size(item, limit - n)
+                }
+            }),
+            Node::Map(pairs) => pairs.iter().fold(1, |n, (k, v)| {
+                if n > limit {
+                    n
+                } else {
+                    let n = n + size(k, limit - n);
+                    if n > limit { n } else { n + size(v, limit - n) }
+                }
+            }),
+            _ => 1,
+        }
+    }
 
     /// Whitespace or the end of the text (`None`).
     fn blankz(c: Option<char>) -> bool {
@@ -342,8 +371,14 @@ mod yaml {
                 Some(':') if ctx == Ctx::Flow || blankz(self.at(1)) => Ok(Content::Empty),
                 Some('*') => {
                     let name = self.anchor_name()?;
-                    let node = self.anchors.get(&name).cloned().ok_or(())?;
-                    Ok(Content::Node(node))
+                    let node = self.anchors.get(&name).ok_or(())?;
+                    let budget = MAX_ALIAS_NODES - self.copied;
+                    let n = size(node, budget);
+                    if n > budget {
+                        return Err(());
+                    }
+                    self.copied += n;
+                    Ok(Content::Node(node.clone()))
                 }
                 Some('[') => self.nested(Self::flow_seq).map(Content::Node),
                 Some('{') => self.nested(Self::flow_map).map(Content::Node),

@@ -9,8 +9,13 @@ use super::leaf::{DataSource, Leaf};
 use super::nodegroup::nodegroup_expr;
 use super::subdict::MatchMode;
 
-/// How deep parentheses may nest.
-const MAX_DEPTH: usize = 100;
+/// How deep parentheses and nodegroups (each an implicit pair of parentheses) may nest, all
+/// counted together: the compiled tree is walked recursively, so its depth is bounded.
+pub(crate) const MAX_DEPTH: usize = 100;
+
+/// How many words the nodegroups used by one target may expand to, all told: nodegroups that
+/// each use another twice would otherwise grow exponentially with their depth.
+pub(crate) const MAX_EXPANDED_WORDS: usize = 50_000;
 
 /// The message for `R@` words.
 pub(crate) const RANGE_UNSUPPORTED: &str =
@@ -23,6 +28,22 @@ pub(crate) struct Ctx<'a> {
     pub(crate) nodegroups: &'a Nodegroups,
     /// Names of the nodegroups being expanded, outermost first.
     pub(crate) stack: Vec<String>,
+    /// Current nesting of parentheses and nodegroups, across nodegroups.
+    pub(crate) depth: usize,
+    /// Operand words compiled inside nodegroups so far.
+    pub(crate) expanded: usize,
+}
+
+impl<'a> Ctx<'a> {
+    /// A context for compiling one target.
+    pub(crate) fn new(nodegroups: &'a Nodegroups) -> Ctx<'a> {
+        Ctx {
+            nodegroups,
+            stack: Vec::new(),
+            depth: 0,
+            expanded: 0,
+        }
+    }
 }
 
 /// One word's role in the grammar.
@@ -67,7 +88,6 @@ pub(crate) fn parse_compound(words: &[String], ctx: &mut Ctx<'_>) -> Result<Expr
     let mut parser = Parser {
         words,
         next: 0,
-        depth: 0,
         ctx,
     };
     let expr = parser.or_expr()?;
@@ -86,8 +106,6 @@ struct Parser<'w, 'c, 'n> {
     words: &'w [String],
     /// Index of the next word.
     next: usize,
-    /// Current parenthesis depth.
-    depth: usize,
     /// Nodegroups and the expansion chain.
     ctx: &'c mut Ctx<'n>,
 }
@@ -156,15 +174,16 @@ impl Parser<'_, '_, '_> {
         if self.peek() == Some(Tok::Close) {
             return Err(CompoundError::EmptyParens { pos });
         }
-        if self.depth == MAX_DEPTH {
+        if self.ctx.depth >= MAX_DEPTH {
             return Err(CompoundError::TooDeep {
                 max: MAX_DEPTH,
                 pos,
             });
         }
-        self.depth += 1;
-        let inner = self.or_expr()?;
-        self.depth -= 1;
+        self.ctx.depth += 1;
+        let inner = self.or_expr();
+        self.ctx.depth -= 1;
+        let inner = inner?;
         match self.peek() {
             Some(Tok::Close) => {
                 self.next += 1;
@@ -265,6 +284,15 @@ fn word_expr(word: &str, pos: usize, ctx: &mut Ctx<'_>) -> Result<Expr, Compound
         pos,
         reason: Box::new(reason),
     };
+    if let Some(outermost) = ctx.stack.first() {
+        ctx.expanded += 1;
+        if ctx.expanded > MAX_EXPANDED_WORDS {
+            return Err(bad(TargetError::NodegroupTooLarge {
+                name: outermost.clone(),
+                max: MAX_EXPANDED_WORDS,
+            }));
+        }
+    }
     let (engine, delimiter, pattern) = match split_word(word) {
         Word::Glob(pattern) => return Leaf::glob(word, pattern).map(Expr::Leaf).map_err(bad),
         Word::Engine {

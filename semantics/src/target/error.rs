@@ -54,6 +54,26 @@ pub enum TargetError {
     /// Nodegroups that refer to each other in a loop (the path, first name repeated last).
     #[error("nodegroup cycle: {}", .0.join(" -> "))]
     NodegroupCycle(Vec<String>),
+    /// Nodegroups that use each other deeper than saltq expands (the outermost, the innermost).
+    #[error(
+        "nodegroup \"{outer}\" nests nodegroups and parentheses deeper than {max} (at nodegroup \"{inner}\")"
+    )]
+    NodegroupTooDeep {
+        /// The nodegroup targeted or used first.
+        outer: String,
+        /// The nodegroup that went over the limit.
+        inner: String,
+        /// The limit.
+        max: usize,
+    },
+    /// Nodegroups whose expansion, all told, has more words than saltq compiles.
+    #[error("nodegroup \"{name}\" expands to more than {max} words")]
+    NodegroupTooLarge {
+        /// The nodegroup targeted or used first.
+        name: String,
+        /// The limit.
+        max: usize,
+    },
     /// A nodegroup whose definition is not a valid compound expression.
     #[error("invalid nodegroup \"{name}\": {detail}")]
     Nodegroup {

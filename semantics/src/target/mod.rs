@@ -161,10 +161,7 @@ impl Target {
             return Err(TargetError::Empty(tgt_type.as_str()));
         }
         let delimiter = delimiter.unwrap_or(":");
-        let mut ctx = Ctx {
-            nodegroups,
-            stack: Vec::new(),
-        };
+        let mut ctx = Ctx::new(nodegroups);
         let data = |source, mode| Leaf::data(tgt, source, tgt, delimiter, mode).map(Expr::Leaf);
         let expr = match tgt_type {
             TargetType::Glob => Leaf::glob(tgt, tgt).map(Expr::Leaf)?,
@@ -268,8 +265,8 @@ impl Target {
     }
 }
 
-/// Surfaces what no position explains: a nodegroup cycle becomes the error
-/// itself, and an `R@` word [`TargetError::Unsupported`] (so callers can tell
+/// Surfaces what no position explains: a nodegroup cycle, or nodegroups nested too deep or
+/// expanding too far, becomes the error itself, and an `R@` word [`TargetError::Unsupported`] (so callers can tell
 /// "not offered" from "invalid").
 fn lift(err: TargetError) -> TargetError {
     let (detail, whole) = match &err {
@@ -278,7 +275,13 @@ fn lift(err: TargetError) -> TargetError {
         _ => return err,
     };
     match root_word(detail) {
-        Some((_, _, cycle @ TargetError::NodegroupCycle(_))) => cycle.clone(),
+        Some((
+            _,
+            _,
+            whole @ (TargetError::NodegroupCycle(_)
+            | TargetError::NodegroupTooDeep { .. }
+            | TargetError::NodegroupTooLarge { .. }),
+        )) => whole.clone(),
         Some((word, pos, TargetError::Unsupported(why))) => {
             TargetError::Unsupported(format!("{why} (word {pos} \"{word}\" of {whole})"))
         }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::compound::{Ctx, is_operator, parse_compound};
+use super::compound::{Ctx, MAX_DEPTH, MAX_EXPANDED_WORDS, is_operator, parse_compound};
 use super::error::TargetError;
 use super::expr::Expr;
 use crate::python::float_repr;
@@ -90,15 +90,30 @@ fn as_single_word(words: &[String]) -> Option<String> {
 /// The compiled expression of nodegroup `name` (parenthesised where used).
 pub(crate) fn nodegroup_expr(name: &str, ctx: &mut Ctx<'_>) -> Result<Expr, TargetError> {
     let words = lookup(name, ctx)?;
+    too_deep(name, ctx, ctx.depth)?;
     ctx.stack.push(name.to_owned());
+    ctx.depth += 1;
     let parsed = match as_single_word(&words) {
         Some(word) => parse_compound(&[word], ctx),
         None => parse_compound(&words, ctx),
     };
+    ctx.depth -= 1;
     ctx.stack.pop();
     parsed.map_err(|detail| TargetError::Nodegroup {
         name: name.to_owned(),
         detail,
+    })
+}
+
+/// Refuses to expand nodegroup `name` at nesting `depth` when that is [`MAX_DEPTH`] already.
+fn too_deep(name: &str, ctx: &Ctx<'_>, depth: usize) -> Result<(), TargetError> {
+    if depth < MAX_DEPTH {
+        return Ok(());
+    }
+    Err(TargetError::NodegroupTooDeep {
+        outer: ctx.stack.first().map_or(name, String::as_str).to_owned(),
+        inner: name.to_owned(),
+        max: MAX_DEPTH,
     })
 }
 
@@ -122,16 +137,21 @@ fn lookup(name: &str, ctx: &Ctx<'_>) -> Result<Vec<String>, TargetError> {
 /// as written (or as its `L@`/`E@` shortcut), without parentheses. Unlike
 /// Salt, which logs and returns nothing, an unknown name or a cycle is an error.
 pub fn nodegroup_comp(name: &str, nodegroups: &Nodegroups) -> Result<Vec<String>, TargetError> {
-    let mut ctx = Ctx {
-        nodegroups,
-        stack: Vec::new(),
-    };
+    let mut ctx = Ctx::new(nodegroups);
     comp(name, &mut ctx, true)
 }
 
 /// One level of `nodegroup_comp`.
 fn comp(name: &str, ctx: &mut Ctx<'_>, first_call: bool) -> Result<Vec<String>, TargetError> {
     let words = lookup(name, ctx)?;
+    too_deep(name, ctx, ctx.stack.len())?;
+    ctx.expanded += words.len();
+    if ctx.expanded > MAX_EXPANDED_WORDS {
+        return Err(TargetError::NodegroupTooLarge {
+            name: ctx.stack.first().map_or(name, String::as_str).to_owned(),
+            max: MAX_EXPANDED_WORDS,
+        });
+    }
     ctx.stack.push(name.to_owned());
     let mut ret = Vec::new();
     let mut expanded = false;
