@@ -97,7 +97,7 @@ fn pub_data(fun: &str, publ: &PubInfo) -> [(&'static str, Value); 7] {
 }
 
 /// CPython's binding of `f(*positional, **keywords)`, with its `TypeError` messages (3.10+).
-fn bind_python(
+pub(crate) fn bind_python(
     f: &Function,
     positional: Vec<Value>,
     mut keywords: Map<String, Value>,

@@ -110,13 +110,168 @@ pub trait ModuleSource: Send + Sync {
     fn fetch(&self, kind: &str) -> FetchFuture;
 }
 
+/// The future a [`FileClient`] answers with; the error names what failed.
+pub type FileFuture<T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send>>;
+
+/// A file's hash on the master, as `cp.hash_file` returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileHash {
+    /// The hex digest.
+    pub hsum: String,
+    /// The digest's name (`sha256`, Salt's default `hash_type`).
+    pub hash_type: String,
+}
+
+/// The master's fileserver (`salt://`) as the minion sees it. The minion implements it over
+/// its connection to the master, with a cache by hash in its cachedir; `salt-call --local`
+/// implements it over the local `file_roots`. Paths are relative to the saltenv's roots,
+/// `/`-separated, without the `salt://` prefix.
+pub trait FileClient: Send + Sync {
+    /// Every file under `prefix` (`""` for all) in `saltenv`, sorted (`cp.list_master`).
+    fn list_files(&self, saltenv: &str, prefix: &str) -> FileFuture<Vec<String>>;
+
+    /// Every directory under `prefix` in `saltenv`, sorted (`cp.list_master_dirs`).
+    fn list_dirs(&self, saltenv: &str, prefix: &str) -> FileFuture<Vec<String>>;
+
+    /// Every empty directory under `prefix` in `saltenv`, sorted (`cp.get_dir` and
+    /// `cp.cache_dir` recreate them). None unless the client knows them.
+    fn list_empty_dirs(&self, _saltenv: &str, _prefix: &str) -> FileFuture<Vec<String>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    /// The file's hash on the master, `None` when there is no such file.
+    fn hash(&self, saltenv: &str, path: &str) -> FileFuture<Option<FileHash>>;
+
+    /// Makes sure the cachedir holds the master's current copy of the file, fetching it only
+    /// when its hash changed; the local path, or `None` when there is no such file.
+    fn cache_file(&self, saltenv: &str, path: &str) -> FileFuture<Option<std::path::PathBuf>>;
+
+    /// The saltenvs the fileserver serves, sorted (Salt's `fileserver.envs`); `base` alone
+    /// unless the client knows better.
+    fn envs(&self) -> FileFuture<Vec<String>> {
+        Box::pin(async { Ok(vec!["base".to_owned()]) })
+    }
+}
+
+/// The state system (`state.*`), implemented by the `saltq-states` crate and attached by the
+/// minion: the execution functions named `state.*` delegate to it.
+pub trait StateSystem: Send + Sync {
+    /// Runs the `state.*` function `call.fun` with its bound arguments.
+    fn call(&self, call: crate::spec::Call) -> crate::spec::BoxFuture;
+
+    /// Renders a template for `cp.get_template` and friends: `text` through `engine`
+    /// (`jinja`) with Salt's template context in `saltenv` plus `extra` variables; the error
+    /// is Salt's rendering message. Runs on the caller's thread: call it from a blocking one.
+    fn render_template(
+        &self,
+        ctx: &CallContext,
+        text: &str,
+        engine: &str,
+        saltenv: &str,
+        extra: Map<String, Value>,
+    ) -> Result<String, String>;
+}
+
+/// Told of every process group a command starts and of its end, by whoever must kill the
+/// groups still running if the minion dies without doing it itself (SIGKILL, a crash): the
+/// minion's reaper process. Called right after the command is spawned and when the command
+/// is done with; must not block.
+pub trait GroupWatch: Send + Sync {
+    /// The command leading group `pgid` was spawned.
+    fn started(&self, pgid: i32);
+    /// The command leading group `pgid` is done with (exited, killed, or left running in
+    /// the background on purpose).
+    fn ended(&self, pgid: i32);
+}
+
+/// A job the master publishes for a master-side call and gathers the returns of, as Salt's
+/// `saltutil.cmd` does on the master minion (the `salt.state` and `salt.function` states).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MasterJob {
+    /// The target: a string, or a list for `list` targeting.
+    pub tgt: Value,
+    /// The target type (`glob`, `list`, `grain`, `compound`, ...).
+    pub tgt_type: String,
+    /// The function.
+    pub fun: String,
+    /// Positional arguments.
+    pub arg: Vec<Value>,
+    /// Keyword arguments.
+    pub kwarg: Map<String, Value>,
+    /// Returner names, comma-separated, empty for none.
+    pub ret: String,
+    /// Seconds to wait before asking the silent minions `saltutil.find_job`; `None` for the
+    /// master's `timeout`.
+    pub timeout: Option<f64>,
+    /// Report every expected minion that did not return as `{"failed": true}` (Salt's
+    /// `expect_minions`).
+    pub expect_minions: bool,
+}
+
+/// The future a [`MasterClient`] answers with; the error names what failed.
+pub type MasterFuture<T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send>>;
+
+/// The master's client API as a state run on the master sees it (Salt's `saltutil.cmd`,
+/// `saltutil.runner`, `saltutil.wheel` and the master's event bus, from the master minion of
+/// the orchestrate runner). The master implements it; the `salt.*` state modules use it.
+pub trait MasterClient: Send + Sync {
+    /// Publishes `job` and gathers its returns: `{id: {ret, retcode, jid, out?}}` per minion
+    /// that returned, plus `{id: {failed: true}}` per silent one when `expect_minions`; `{}`
+    /// when nothing matched.
+    fn cmd(&self, job: MasterJob) -> MasterFuture<Map<String, Value>>;
+
+    /// Runs a runner under a jid of its own: Salt's full return `{fun, jid, user, fun_args,
+    /// return, success}`.
+    fn runner(
+        &self,
+        fun: &str,
+        args: Vec<Value>,
+        kwargs: Map<String, Value>,
+    ) -> MasterFuture<Value>;
+
+    /// Runs a wheel function: Salt's full return `{fun, jid, user, fun_args, return, success}`.
+    fn wheel(&self, fun: &str, args: Vec<Value>, kwargs: Map<String, Value>)
+    -> MasterFuture<Value>;
+
+    /// Fires an event on the master's bus.
+    fn fire(&self, tag: &str, data: Value);
+
+    /// Every event fired on the master's bus from now on, `(tag, data)`, until the receiver
+    /// is dropped.
+    fn subscribe(&self) -> tokio::sync::mpsc::Receiver<(String, Value)>;
+
+    /// The jid of the orchestration this run belongs to (Salt's `__orchestration_jid__`).
+    fn orchestration_jid(&self) -> String;
+}
+
 /// The process groups a job's commands run in, so that the minion can signal them
 /// (`saltutil.signal_job`) while the job runs. Each `cmd.*` child leads its own group;
 /// the group is listed here from spawn until the command is done with.
-#[derive(Debug, Clone, Default)]
-pub struct ProcessGroups(Arc<Mutex<BTreeSet<i32>>>);
+#[derive(Clone, Default)]
+pub struct ProcessGroups {
+    /// The groups now running.
+    running: Arc<Mutex<BTreeSet<i32>>>,
+    /// Told of each group too, so the groups die with the minion (shared by every job).
+    watch: Option<Arc<dyn GroupWatch>>,
+}
 
 impl ProcessGroups {
+    /// An empty set whose groups are also reported to `watch`.
+    pub fn watched(watch: Arc<dyn GroupWatch>) -> Self {
+        Self {
+            running: Arc::default(),
+            watch: Some(watch),
+        }
+    }
+
+    /// A new, empty set reporting to the same watch (one set per job).
+    pub fn fresh(&self) -> Self {
+        Self {
+            running: Arc::default(),
+            watch: self.watch.clone(),
+        }
+    }
+
     /// The ids of the groups now running.
     pub fn pgids(&self) -> Vec<i32> {
         self.lock().iter().copied().collect()
@@ -135,14 +290,29 @@ impl ProcessGroups {
 
     pub(crate) fn insert(&self, pgid: i32) {
         self.lock().insert(pgid);
+        if let Some(w) = &self.watch {
+            w.started(pgid);
+        }
     }
 
     pub(crate) fn remove(&self, pgid: i32) {
         self.lock().remove(&pgid);
+        if let Some(w) = &self.watch {
+            w.ended(pgid);
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<i32>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl std::fmt::Debug for ProcessGroups {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessGroups")
+            .field("running", &*self.lock())
+            .field("watched", &self.watch.is_some())
+            .finish()
     }
 }
 
@@ -162,6 +332,13 @@ pub struct CallContext {
     pub events: Option<Arc<dyn EventSink>>,
     /// Where `saltutil.sync_*` fetches external modules from; `None` makes them fail.
     pub modules: Option<Arc<dyn ModuleSource>>,
+    /// The master's fileserver (`salt://`); `None` makes `cp.*` and `salt://` sources fail.
+    pub files: Option<Arc<dyn FileClient>>,
+    /// The state system behind `state.*`; `None` makes those functions unavailable.
+    pub states: Option<Arc<dyn StateSystem>>,
+    /// The master's client API, for state runs on the master (orchestration); `None` on a
+    /// minion, where the `salt.*` states refuse to run.
+    pub master: Option<Arc<dyn MasterClient>>,
     /// The process groups of this job's commands. Use [`CallContext::for_job`] to give each
     /// job its own.
     pub processes: ProcessGroups,
@@ -182,6 +359,9 @@ impl CallContext {
             jobs,
             events: None,
             modules: None,
+            files: None,
+            states: None,
+            master: None,
             processes: ProcessGroups::default(),
         }
     }
@@ -208,11 +388,35 @@ impl CallContext {
         self
     }
 
-    /// The same shared state with a fresh, empty set of process groups: one per job, so that
-    /// signalling a job reaches only its own commands.
+    /// The same context with this fileserver client.
+    pub fn with_files(mut self, files: Arc<dyn FileClient>) -> Self {
+        self.files = Some(files);
+        self
+    }
+
+    /// The same context with this state system.
+    pub fn with_states(mut self, states: Arc<dyn StateSystem>) -> Self {
+        self.states = Some(states);
+        self
+    }
+
+    /// The same context with its commands' process groups reported to `watch`.
+    pub fn with_process_watch(mut self, watch: Arc<dyn GroupWatch>) -> Self {
+        self.processes = ProcessGroups::watched(watch);
+        self
+    }
+
+    /// The same context with the master's client API (a state run on the master).
+    pub fn with_master(mut self, master: Arc<dyn MasterClient>) -> Self {
+        self.master = Some(master);
+        self
+    }
+
+    /// The same shared state with a fresh, empty set of process groups (still reported to
+    /// the same watch): one per job, so that signalling a job reaches only its own commands.
     pub fn for_job(&self) -> Self {
         Self {
-            processes: ProcessGroups::default(),
+            processes: self.processes.fresh(),
             ..self.clone()
         }
     }
@@ -245,6 +449,9 @@ impl std::fmt::Debug for CallContext {
             .field("opts", &self.opts)
             .field("events", &self.events.is_some())
             .field("modules", &self.modules.is_some())
+            .field("files", &self.files.is_some())
+            .field("states", &self.states.is_some())
+            .field("master", &self.master.is_some())
             .field("processes", &self.processes)
             .finish_non_exhaustive()
     }

@@ -182,35 +182,36 @@ fn range(start: usize, stop: usize) -> String {
 
 /// `"".join(difflib.unified_diff(a, b))` for lines that keep their line endings (Python's
 /// `splitlines(True)`); empty when the two are equal.
-pub(crate) fn unified_diff(a: &[&str], b: &[&str]) -> String {
+pub fn unified_diff(a: &[&str], b: &[&str]) -> String {
+    unified_diff_lines(a, b).concat()
+}
+
+/// The items `difflib.unified_diff(a, b)` yields: the `--- `/`+++ ` headers and hunk ranges
+/// end with `\n`; each text line is its prefix and the line as given.
+pub fn unified_diff_lines(a: &[&str], b: &[&str]) -> Vec<String> {
     let m = Matcher::new(a, b);
-    let mut out = String::new();
+    let mut out = Vec::new();
     for group in grouped(m.opcodes(), 3) {
         if out.is_empty() {
-            out.push_str("--- \n+++ \n");
+            out.push("--- \n".to_owned());
+            out.push("+++ \n".to_owned());
         }
         let (first, last) = (group[0], group[group.len() - 1]);
-        out.push_str(&format!(
+        out.push(format!(
             "@@ -{} +{} @@\n",
             range(first.1, last.2),
             range(first.3, last.4)
         ));
         for (tag, i1, i2, j1, j2) in group {
             if tag == Tag::Equal {
-                a[i1..i2]
-                    .iter()
-                    .for_each(|l| out.push_str(&format!(" {l}")));
+                out.extend(a[i1..i2].iter().map(|l| format!(" {l}")));
                 continue;
             }
             if matches!(tag, Tag::Replace | Tag::Delete) {
-                a[i1..i2]
-                    .iter()
-                    .for_each(|l| out.push_str(&format!("-{l}")));
+                out.extend(a[i1..i2].iter().map(|l| format!("-{l}")));
             }
             if matches!(tag, Tag::Replace | Tag::Insert) {
-                b[j1..j2]
-                    .iter()
-                    .for_each(|l| out.push_str(&format!("+{l}")));
+                out.extend(b[j1..j2].iter().map(|l| format!("+{l}")));
             }
         }
     }

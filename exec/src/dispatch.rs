@@ -87,6 +87,72 @@ pub async fn call(
     }
 }
 
+/// What a direct call answers when it could not run the function.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DirectError {
+    /// No built-in or external function of this name (`fun not in __salt__`).
+    Missing,
+    /// The function raised: its error (a bad binding is `ExecError::InvalidArguments` with
+    /// Python's `TypeError` text).
+    Failed(ExecError),
+}
+
+/// Calls `fun` as Salt's own modules call each other through `__salt__[fun](*args,
+/// **kwargs)`: Python's binding only (no `key=value` parsing, no `__pub_*` keys), and the
+/// function's error rather than a job's return text. State modules use it.
+pub async fn call_direct(
+    ctx: &CallContext,
+    fun: &str,
+    args: Vec<Value>,
+    kwargs: Map<String, Value>,
+) -> Result<Value, DirectError> {
+    let Some(f) = lookup(fun) else {
+        return call_external_direct(ctx, fun, args, kwargs).await;
+    };
+    let bound = crate::args::bind_python(f, args, kwargs).map_err(DirectError::Failed)?;
+    let call = Call::new(ctx.clone(), f.name, bound);
+    CatchPanic((f.handler)(call))
+        .await
+        .map_err(DirectError::Failed)
+}
+
+/// Whether `fun` can be called: built in, or a function of an external module
+/// (`fun in __salt__`).
+pub async fn available(ctx: &CallContext, fun: &str) -> bool {
+    if lookup(fun).is_some() {
+        return true;
+    }
+    let Some((module, function)) = fun.split_once('.') else {
+        return false;
+    };
+    let Some(m) = extmods::find(&ctx.opts, module) else {
+        return false;
+    };
+    extmods::list(&m, &ctx.opts, &ctx.processes)
+        .await
+        .is_ok_and(|names| names.iter().any(|n| n == function))
+}
+
+async fn call_external_direct(
+    ctx: &CallContext,
+    fun: &str,
+    args: Vec<Value>,
+    kwargs: Map<String, Value>,
+) -> Result<Value, DirectError> {
+    let (module, function) = fun.split_once('.').ok_or(DirectError::Missing)?;
+    let m = extmods::find(&ctx.opts, module).ok_or(DirectError::Missing)?;
+    let names = extmods::list(&m, &ctx.opts, &ctx.processes)
+        .await
+        .map_err(DirectError::Failed)?;
+    if !names.iter().any(|n| n == function) {
+        return Err(DirectError::Missing);
+    }
+    extmods::call(&m, function, args, kwargs, ctx)
+        .await
+        .map(|(ret, _code)| ret)
+        .map_err(DirectError::Failed)
+}
+
 /// Runs `fun` from an external module, or answers that it is not available.
 async fn call_external(
     ctx: &CallContext,

@@ -45,8 +45,13 @@ pub(crate) struct ExtModule {
 
 /// The directory `saltutil.sync_modules` writes to: `<cachedir>/extmods/modules`.
 pub(crate) fn synced_dir(opts: &Value) -> Option<PathBuf> {
+    synced_dir_for(opts, "modules")
+}
+
+/// The directory `saltutil.sync_<kind>` writes to: `<cachedir>/extmods/<kind>`.
+pub(crate) fn synced_dir_for(opts: &Value, kind: &str) -> Option<PathBuf> {
     let cachedir = opts.get("cachedir").and_then(Value::as_str)?;
-    Some(Path::new(cachedir).join("extmods").join("modules"))
+    Some(Path::new(cachedir).join("extmods").join(kind))
 }
 
 /// The directories searched, in order: `module_dirs` (a list, or one path), then the synced
@@ -93,8 +98,14 @@ fn interpreter(path: &Path) -> Option<Vec<OsString>> {
 
 /// Every external module, sorted by name; the first directory holding a name wins.
 pub(crate) fn discover(opts: &Value) -> Vec<ExtModule> {
+    discover_in(module_dirs(opts))
+}
+
+/// Every module in these directories, sorted by name; the first directory holding a name
+/// wins.
+fn discover_in(dirs: Vec<PathBuf>) -> Vec<ExtModule> {
     let mut found: Vec<ExtModule> = Vec::new();
-    for dir in module_dirs(opts) {
+    for dir in dirs {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -323,6 +334,74 @@ pub(crate) async fn call(
             quote(&out.stdout)
         ))),
     }
+}
+
+/// The directories searched for external state modules, in order: `states_dirs` (a list,
+/// or one path), then `<cachedir>/extmods/states` (where `saltutil.sync_states` puts the
+/// master's `file_roots/_states`).
+pub fn state_dirs(opts: &Value) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = match opts.get("states_dirs") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| PathBuf::from(python::str(v)))
+            .collect(),
+        Some(Value::String(s)) if !s.is_empty() => vec![PathBuf::from(s)],
+        _ => Vec::new(),
+    };
+    dirs.extend(synced_dir_for(opts, "states"));
+    dirs
+}
+
+/// An external state module's answer to running one of its functions.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StateOutput {
+    /// The module has no such function (or there is no such module).
+    Missing,
+    /// What the function printed, parsed as JSON.
+    Ran(Value),
+}
+
+/// Runs the function `fun` of the external state module `module` (in [`state_dirs`]) with
+/// `input` on its stdin, as external execution modules are run (`EXE FUNCTION`, bounded by
+/// `ext_module_timeout`, in its own process group); the JSON it printed. `Missing` when no
+/// such module or function exists (its `--list` does not name `fun`).
+pub async fn call_state(
+    ctx: &CallContext,
+    module: &str,
+    fun: &str,
+    input: &Value,
+) -> Result<StateOutput, ExecError> {
+    let Some(m) = discover_in(state_dirs(&ctx.opts))
+        .into_iter()
+        .find(|m| m.name == module)
+    else {
+        return Ok(StateOutput::Missing);
+    };
+    if !list(&m, &ctx.opts, &ctx.processes)
+        .await?
+        .iter()
+        .any(|n| n == fun)
+    {
+        return Ok(StateOutput::Missing);
+    }
+    let stdin = input.to_string().into_bytes();
+    let out = run(&m, &[fun], Some(stdin), &ctx.opts, &ctx.processes).await?;
+    match serde_json::from_str::<Value>(out.stdout.trim()) {
+        Ok(v) => Ok(StateOutput::Ran(v)),
+        Err(_) if out.code != 0 => Err(exit_error(&m, fun, &out)),
+        Err(e) => Err(ExecError::execution(format!(
+            "external state module {} printed invalid JSON for {fun}: {e}: {:?}",
+            m.name,
+            quote(&out.stdout)
+        ))),
+    }
+}
+
+/// Whether an external state module of this name exists (for "not available" errors).
+pub fn state_module_exists(opts: &Value, module: &str) -> bool {
+    discover_in(state_dirs(opts))
+        .iter()
+        .any(|m| m.name == module)
 }
 
 #[cfg(test)]

@@ -1,64 +1,28 @@
 //! The digests Salt's `hash_type`, `file.get_hash` and `test.random_hash` accept (Python's
 //! `hashlib` names), as lowercase hex.
 
-use md5::Md5;
-use sha1::Sha1;
-use sha2::{Digest, Sha224, Sha256, Sha384, Sha512};
-
 use crate::error::ExecError;
 
-/// A running digest: `md5`, `sha1`, `sha224`, `sha256`, `sha384` or `sha512`.
-pub(crate) enum Hasher {
-    Md5(Md5),
-    Sha1(Sha1),
-    Sha224(Sha224),
-    Sha256(Sha256),
-    Sha384(Sha384),
-    Sha512(Sha512),
-}
+/// A running digest: `md5`, `sha1`, `sha224`, `sha256`, `sha384` or `sha512` — the
+/// fileserver's, with Salt's `ValueError` for another name.
+pub(crate) struct Hasher(saltq_fileserver::Hasher);
 
 impl Hasher {
     /// A new digest of the named form (`sha256`, `md5`, ...), or Salt's error for another.
     pub(crate) fn new(form: &str) -> Result<Self, ExecError> {
-        Ok(match form {
-            "md5" => Self::Md5(Md5::new()),
-            "sha1" => Self::Sha1(Sha1::new()),
-            "sha224" => Self::Sha224(Sha224::new()),
-            "sha256" => Self::Sha256(Sha256::new()),
-            "sha384" => Self::Sha384(Sha384::new()),
-            "sha512" => Self::Sha512(Sha512::new()),
-            _ => {
-                return Err(ExecError::exception(
-                    "ValueError",
-                    format!("Invalid hash type: {form}"),
-                ));
-            }
-        })
+        saltq_fileserver::Hasher::new(form)
+            .map(Self)
+            .map_err(|_| ExecError::exception("ValueError", format!("Invalid hash type: {form}")))
     }
 
     /// Feeds bytes in.
     pub(crate) fn update(&mut self, data: &[u8]) {
-        match self {
-            Self::Md5(h) => h.update(data),
-            Self::Sha1(h) => h.update(data),
-            Self::Sha224(h) => h.update(data),
-            Self::Sha256(h) => h.update(data),
-            Self::Sha384(h) => h.update(data),
-            Self::Sha512(h) => h.update(data),
-        }
+        self.0.update(data);
     }
 
     /// The digest as lowercase hex.
     pub(crate) fn hex(self) -> String {
-        let bytes = match self {
-            Self::Md5(h) => h.finalize().to_vec(),
-            Self::Sha1(h) => h.finalize().to_vec(),
-            Self::Sha224(h) => h.finalize().to_vec(),
-            Self::Sha256(h) => h.finalize().to_vec(),
-            Self::Sha384(h) => h.finalize().to_vec(),
-            Self::Sha512(h) => h.finalize().to_vec(),
-        };
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
+        self.0.hex()
     }
 }
 

@@ -1,8 +1,9 @@
 //! The minion's execution modules and its core grains, with Salt's function names, argument
-//! rules, return shapes and error texts. Built in: `cmd`, `config`, `cron`, `disk`, `event`,
-//! `file`, `grains`, `group`, `network`, `pillar`, `pkg`, `saltutil`, `service`, `status`,
-//! `sys`, `sysctl`, `test`, `user`; external modules (executables in `module_dirs` or synced
-//! from the master) add more without recompiling.
+//! rules, return shapes and error texts. Built in: `archive`, `cmd`, `config`, `cp`, `cron`,
+//! `disk`, `event`, `file`, `grains`, `group`, `hosts`, `network`, `pillar`, `pkg`,
+//! `saltutil`, `service`, `shadow`, `ssh`, `status`, `sys`, `sysctl`, `test`, `user`; external
+//! modules (executables in `module_dirs` or synced from the master) add more without
+//! recompiling.
 //!
 //! The minion calls [`call`] once per job function. Functions live in one table
 //! ([`function_names`], [`lookup`]) that `sys.*` reads too; a name the table lacks is looked
@@ -24,6 +25,7 @@ mod error;
 mod extmods;
 mod grains;
 mod hashing;
+mod local_files;
 mod modules;
 mod process;
 mod pyish;
@@ -32,13 +34,43 @@ mod spec;
 mod sync;
 
 pub use args::parse_kwarg;
+/// Tar and zip archives as Salt's `archive` module lists and extracts them, for the
+/// `archive.extracted` state.
+pub mod archive {
+    pub use crate::modules::archive::{
+        Listing, extract_tar, extract_zip, guess_archive_type, list, trim_files, verbose,
+    };
+}
+/// URL credentials as Salt's `git` module adds and hides them, for the `git` states.
+pub mod git {
+    pub use crate::modules::git::{add_http_basic_auth, redact_http_basic_auth};
+}
 pub use context::{
-    CallContext, EventSink, FetchFuture, JobControl, ModuleSource, NoJobs, ProcessGroups, PubInfo,
-    SyncedFile,
+    CallContext, EventSink, FetchFuture, FileClient, FileFuture, FileHash, GroupWatch, JobControl,
+    MasterClient, MasterFuture, MasterJob, ModuleSource, NoJobs, ProcessGroups, PubInfo,
+    StateSystem, SyncedFile,
 };
-pub use dispatch::{CallOutcome, EX_GENERIC, call};
+pub use difflib::{unified_diff, unified_diff_lines};
+pub use dispatch::{CallOutcome, DirectError, EX_GENERIC, available, call, call_direct};
 pub use error::ExecError;
+pub use extmods::{StateOutput, call_state, state_dirs, state_module_exists};
 pub use grains::{compute_grains, load_grains_file, static_grains};
+/// Salt's `_cron_matched` and `_needs_change`, which the `cron` states use in test mode.
+pub use modules::cron::{matched as cron_matched, needs_change as cron_needs_change};
+pub use modules::pillar::merge_into as dict_update;
+/// Salt's `aptpkg._expand_repo_def` and apt's source lines, for the `pkgrepo` states.
+pub use modules::pkg::aptrepo::{
+    SourceEntry as AptSourceEntry, expand_repo_def as apt_expand_repo_def,
+};
+/// Debian's version order (`dpkg --compare-versions`), for the `pkg` states.
+pub use modules::pkg::compare_versions as compare_debian_versions;
+/// Salt's `pkg_resource.pack_sources`, for `pkg.installed` with `sources`.
+pub use modules::pkg::pack_sources;
+/// Salt's `salt.utils.pkg.rpm.combine_comments`, for the `pkgrepo` states.
+pub use modules::pkg::yumrepo::combine_comments as rpm_combine_comments;
+/// `authorized_keys` parsing and the error text of a key file without keys, shared with the
+/// `ssh_auth` states.
+pub use modules::ssh::{no_keys_error, parse_auth_keys};
 pub use registry::{function_names, functions, lookup};
 pub use spec::{Bound, BoxFuture, Call, Function, Handler, Lit, Param};
 

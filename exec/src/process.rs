@@ -327,6 +327,47 @@ pub(crate) mod tests {
         );
     }
 
+    /// Records what a [`crate::GroupWatch`] is told.
+    #[derive(Default)]
+    struct Log(std::sync::Mutex<Vec<String>>);
+
+    impl crate::GroupWatch for Log {
+        fn started(&self, pgid: i32) {
+            self.0.lock().unwrap().push(format!("+{pgid}"));
+        }
+        fn ended(&self, pgid: i32) {
+            self.0.lock().unwrap().push(format!("-{pgid}"));
+        }
+    }
+
+    #[tokio::test]
+    async fn the_watch_hears_of_each_group_from_spawn_to_end() {
+        let log = std::sync::Arc::new(Log::default());
+        let groups = ProcessGroups::watched(log.clone());
+        // A job's own set reports to the same watch.
+        let job = groups.fresh();
+        let Ok(Finished::Exited { pid, .. }) = run(&sh("true"), &job).await else {
+            panic!("true did not run");
+        };
+        let mut slow = sh("sleep 30");
+        slow.timeout = Some(Duration::from_millis(200));
+        let Ok(Finished::TimedOut { pid: slow_pid }) = run(&slow, &job).await else {
+            panic!("sleep did not time out");
+        };
+        assert_eq!(
+            *log.0.lock().unwrap(),
+            [
+                format!("+{pid}"),
+                format!("-{pid}"),
+                format!("+{slow_pid}"),
+                format!("-{slow_pid}")
+            ]
+        );
+        // An unwatched set tells no one.
+        let _ = run(&sh("true"), &ProcessGroups::default()).await;
+        assert_eq!(log.0.lock().unwrap().len(), 4);
+    }
+
     #[tokio::test]
     async fn missing_program_is_an_error() {
         let spec = Spawn {

@@ -281,10 +281,11 @@ struct FakeMaster(Vec<SyncedFile>);
 
 impl ModuleSource for FakeMaster {
     fn fetch(&self, kind: &str) -> FetchFuture {
-        let files = if kind == "modules" {
-            Ok(self.0.clone())
-        } else {
-            Err(format!("no _{kind} here"))
+        let files = match kind {
+            "modules" => Ok(self.0.clone()),
+            // sync_all syncs `_states` too; this master has none.
+            "states" => Ok(Vec::new()),
+            _ => Err(format!("no _{kind} here")),
         };
         Box::pin(async move { files })
     }

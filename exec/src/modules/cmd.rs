@@ -3,7 +3,8 @@
 //! directory, shell, `runas`/`group` and timeout behaviour.
 //!
 //! Not supported yet, and refused with an error rather than ignored: `umask`, `template`,
-//! `use_vt=True`, `bg=True`, `salt://` script sources. `output_loglevel` only concerns
+//! `use_vt=True`, `bg=True`. `salt://` script sources come through the minion's fileserver
+//! client (`cp.cache_file`), as in Salt. `output_loglevel` only concerns
 //! logging, which saltq does not do for command output. Windows-only parameters are ignored.
 
 use std::collections::BTreeMap;
@@ -770,8 +771,9 @@ const SCRIPT_DOC: &str = concat!(
 with ``args``, then remove it. Returns the dict ``cmd.run_all`` returns. A missing source
 gives ``{pid: 0, retcode: 1, stdout: '', stderr: '', cache_error: True}``, as in Salt.
 
-:param str source: The script's path on the minion (``file://`` allowed). ``salt://``
-    sources are not supported by saltq yet.
+:param str source: The script: ``salt://`` on the master's fileserver (cached on the
+    minion, fetched again only when it changed), or a path on the minion (``file://``
+    allowed).
 
 :param args: Arguments: a list, each one its own argument, or a string, passed as one
     argument.
@@ -833,12 +835,28 @@ fn stage_script(source: &Path, dir: &Path, uid: Option<u32>) -> io::Result<TempS
 
 async fn script(call: Call) -> Result<Value, ExecError> {
     let source = python::str(call.arg("source"));
-    if source.starts_with("salt://") {
-        return Err(ExecError::execution(format!(
-            "saltq does not support salt:// script sources yet: {source}"
-        )));
-    }
-    let path = PathBuf::from(source.strip_prefix("file://").unwrap_or(&source));
+    let path = if source.starts_with("salt://") {
+        // As Salt: cache it from the fileserver (fetched only when it changed), run a copy.
+        let saltenv = match call.arg("saltenv") {
+            v if python::truthy(v) => python::str(v),
+            _ => call
+                .ctx
+                .opt("saltenv")
+                .filter(|v| python::truthy(v))
+                .map_or_else(|| "base".to_owned(), python::str),
+        };
+        match super::cp::cache_salt_url(&call, &source, &saltenv).await? {
+            Some(p) => p,
+            None => {
+                call.set_retcode(1);
+                return Ok(
+                    json!({"pid": 0, "retcode": 1, "stdout": "", "stderr": "", "cache_error": true}),
+                );
+            }
+        }
+    } else {
+        PathBuf::from(source.strip_prefix("file://").unwrap_or(&source))
+    };
     let dir =
         setting(&call, "cwd").map_or_else(std::env::temp_dir, |v| PathBuf::from(python::str(v)));
     let uid = run_as(&call)?.and_then(|id| id.uid);

@@ -42,6 +42,46 @@ pub(crate) const FUNCTIONS: &[Function] = &[
             Param::opt("identifier", Lit::None),
         ])
         .doc(SET_JOB_DOC),
+    Function::new("cron.set_special", handler!(set_special))
+        .params(&[
+            Param::req("user"),
+            Param::req("special"),
+            Param::req("cmd"),
+            Param::opt("commented", Lit::Bool(false)),
+            Param::opt("comment", Lit::None),
+            Param::opt("identifier", Lit::None),
+        ])
+        .doc(SET_SPECIAL_DOC),
+    Function::new("cron.rm_special", handler!(rm_special))
+        .params(&[
+            Param::req("user"),
+            Param::req("cmd"),
+            Param::opt("special", Lit::None),
+            Param::opt("identifier", Lit::None),
+        ])
+        .doc(RM_SPECIAL_DOC),
+    Function::new("cron.set_env", handler!(set_env))
+        .params(&[
+            Param::req("user"),
+            Param::req("name"),
+            Param::opt("value", Lit::None),
+        ])
+        .doc(SET_ENV_DOC),
+    Function::new("cron.rm_env", handler!(rm_env))
+        .params(&[Param::req("user"), Param::req("name")])
+        .doc(RM_ENV_DOC),
+    Function::new("cron.raw_cron", handler!(raw_cron))
+        .params(&[Param::req("user")])
+        .doc(RAW_CRON_DOC),
+    Function::new("cron.write_cron_file", handler!(write_cron_file))
+        .params(&[Param::req("user"), Param::req("path")])
+        .doc(WRITE_CRON_FILE_DOC),
+    Function::new(
+        "cron.write_cron_file_verbose",
+        handler!(write_cron_file_verbose),
+    )
+    .params(&[Param::req("user"), Param::req("path")])
+    .doc(WRITE_CRON_FILE_VERBOSE_DOC),
 ];
 
 /// The line above the jobs Salt manages.
@@ -130,10 +170,11 @@ pub(crate) fn render_tab(tab: &Value) -> String {
         out.push(TAG.to_owned());
     }
     for env in list("env") {
-        let value = env["value"]
-            .as_str()
-            .filter(|v| !v.is_empty())
-            .unwrap_or("\"\"");
+        let value = match &env["value"] {
+            Value::Null => "\"\"".to_owned(),
+            Value::String(v) if v.is_empty() => "\"\"".to_owned(),
+            v => python::str(v),
+        };
         out.push(format!("{}={value}", python::str(&env["name"])));
     }
     let disabled = |job: &Value| {
@@ -175,7 +216,7 @@ fn cron_id(job: &Value) -> String {
 }
 
 /// Salt's `_cron_matched`: the same job by identifier, or by command without one.
-fn matched(job: &Value, cmd: &str, identifier: Option<&str>) -> bool {
+pub fn matched(job: &Value, cmd: &str, identifier: Option<&str>) -> bool {
     let mut cid = cron_id(job);
     let eid = identifier.unwrap_or(NO_ID).to_owned();
     let job_cmd = job["cmd"].as_str().unwrap_or("");
@@ -189,7 +230,7 @@ fn matched(job: &Value, cmd: &str, identifier: Option<&str>) -> bool {
 }
 
 /// Salt's `_needs_change`.
-fn needs_change(old: &Value, new: &Value) -> bool {
+pub fn needs_change(old: &Value, new: &Value) -> bool {
     if old == new {
         return false;
     }
@@ -349,6 +390,136 @@ pub(crate) fn set_job_in(tab: &mut Value, mut job: Job) -> &'static str {
     "new"
 }
 
+/// One `@special` job as `set_special` is asked for it.
+#[derive(Debug, Clone)]
+pub(crate) struct Special {
+    pub spec: String,
+    pub cmd: String,
+    pub commented: bool,
+    pub comment: Option<String>,
+    pub identifier: Option<String>,
+}
+
+/// Salt's `set_special` on a table: `new`, `updated` or `present`.
+pub(crate) fn set_special_in(tab: &mut Value, mut job: Special) -> &'static str {
+    let existing: Vec<Value> = ["crons", "special"]
+        .iter()
+        .flat_map(|k| tab[*k].as_array().cloned().unwrap_or_default())
+        .collect();
+    for cron in existing {
+        if !matched(&cron, &job.cmd, job.identifier.as_deref()) {
+            continue;
+        }
+        let mut cid = Some(cron_id(&cron));
+        let set_id = cron["identifier"]
+            .as_str()
+            .map_or(NO_ID.to_owned(), str::to_owned);
+        let field = |k: &str| cron.get(k).cloned().unwrap_or(Value::Null);
+        let mut tests: Vec<(Value, Value)> = vec![
+            (cron["comment"].clone(), json!(job.comment)),
+            (cron["commented"].clone(), json!(job.commented)),
+            (json!(job.identifier), json!(set_id)),
+        ];
+        tests.extend(TIME_FIELDS.iter().map(|f| (field(f), Value::Null)));
+        tests.push((field("spec"), json!(job.spec)));
+        tests.push((cron["cmd"].clone(), json!(job.cmd)));
+        if !tests.iter().any(|(old, new)| needs_change(old, new)) {
+            return "present";
+        }
+        let kind = if cron.get("spec").is_some() {
+            "special"
+        } else {
+            "crons"
+        };
+        if let Some(list) = tab[kind].as_array_mut()
+            && let Some(i) = list.iter().position(|c| c == &cron)
+        {
+            list.remove(i);
+        }
+        if !needs_change(&field("spec"), &json!(job.spec)) {
+            job.spec = python::str(&field("spec"));
+        }
+        if !needs_change(&field("commented"), &json!(job.commented)) {
+            job.commented = cron["commented"] == json!(true);
+        }
+        if !needs_change(&field("comment"), &json!(job.comment)) {
+            job.comment = cron["comment"].as_str().map(str::to_owned);
+        }
+        if !needs_change(&cron["cmd"], &json!(job.cmd)) {
+            job.cmd = python::str(&cron["cmd"]);
+            if cid.as_deref() == Some(NO_ID) {
+                if let Some(id) = job.identifier.clone().filter(|i| !i.is_empty()) {
+                    cid = Some(id);
+                }
+                if cid.as_deref() == Some(NO_ID) && cron["identifier"].is_null() {
+                    cid = None;
+                }
+            }
+        }
+        let keep = match &cid {
+            None => true,
+            Some(c) => !needs_change(&json!(c), &json!(job.identifier)),
+        };
+        if keep {
+            job.identifier = cid;
+        }
+        return match set_special_in(tab, job) {
+            "new" => "updated",
+            other => other,
+        };
+    }
+    if let Some(list) = tab["special"].as_array_mut() {
+        list.push(
+            json!({"spec": job.spec, "cmd": job.cmd, "identifier": job.identifier,
+                         "comment": job.comment, "commented": job.commented}),
+        );
+    }
+    "new"
+}
+
+/// Salt's `rm_special` on a table: whether a job was removed.
+pub(crate) fn remove_special(
+    tab: &mut Value,
+    cmd: &str,
+    special: Option<&str>,
+    identifier: Option<&str>,
+) -> bool {
+    let Some(list) = tab["special"].as_array_mut() else {
+        return false;
+    };
+    let found = list.iter().position(|job| {
+        matched(job, cmd, identifier) && special.is_none_or(|s| job["spec"] == json!(s))
+    });
+    found.map(|i| list.remove(i)).is_some()
+}
+
+/// Salt's `set_env` on a table: `new`, `updated` (the variable moves to the end, as Salt's
+/// remove-then-add leaves it) or `present`. A `None` value never equals the file's `""`.
+pub(crate) fn set_env_in(tab: &mut Value, name: &str, value: &Value) -> &'static str {
+    let env = tab["env"].as_array().cloned().unwrap_or_default();
+    let mut outcome = "new";
+    if let Some(e) = env.iter().find(|e| e["name"] == json!(name)) {
+        if &e["value"] == value {
+            return "present";
+        }
+        remove_env(tab, name);
+        outcome = "updated";
+    }
+    if let Some(list) = tab["env"].as_array_mut() {
+        list.push(json!({"name": name, "value": value}));
+    }
+    outcome
+}
+
+/// Salt's `rm_env` on a table (the last variable of that name): whether one was removed.
+pub(crate) fn remove_env(tab: &mut Value, name: &str) -> bool {
+    let Some(list) = tab["env"].as_array_mut() else {
+        return false;
+    };
+    let found = list.iter().rposition(|e| e["name"] == json!(name));
+    found.map(|i| list.remove(i)).is_some()
+}
+
 /// `crontab` arguments for `user`: none for the minion's own user, `-u user` as root.
 fn user_args(user: &str) -> Result<Vec<String>, ExecError> {
     let me = nix::unistd::User::from_uid(nix::unistd::Uid::current())
@@ -479,6 +650,185 @@ async fn rm_job(call: Call) -> Result<Value, ExecError> {
         Some(error) => Ok(json!(error)),
         None => Ok(json!("removed")),
     }
+}
+
+/// Writes a table back and answers `outcome`, or `crontab`'s error text.
+async fn commit(call: &Call, user: &str, tab: &Value, outcome: &str) -> Result<Value, ExecError> {
+    match write_tab(call, user, &render_tab(tab)).await? {
+        Some(error) => Ok(json!(error)),
+        None => Ok(json!(outcome)),
+    }
+}
+
+const SET_SPECIAL_DOC: &str = "Set a ``@special`` cron job (``@hourly``, ``@reboot``...) for a
+user: ``new``, ``updated`` or ``present``
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' cron.set_special root @hourly 'echo foobar'
+";
+
+async fn set_special(call: Call) -> Result<Value, ExecError> {
+    let user = python::str(call.arg("user"));
+    let job = Special {
+        spec: python::str(call.arg("special")),
+        cmd: python::str(call.arg("cmd")),
+        commented: call.arg("commented") == &Value::Bool(true),
+        comment: call.opt_arg("comment").map(python::str),
+        identifier: call.opt_arg("identifier").map(python::str),
+    };
+    let mut tab = parse_tab(&read_tab(&call, &user).await?);
+    let outcome = set_special_in(&mut tab, job);
+    if outcome == "present" {
+        return Ok(json!(outcome));
+    }
+    commit(&call, &user, &tab, outcome).await
+}
+
+const RM_SPECIAL_DOC: &str = "Remove a user's ``@special`` cron job, matched by command (or
+``identifier``) and ``special`` when given: ``removed`` or ``absent``
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' cron.rm_special root /usr/bin/foo
+";
+
+async fn rm_special(call: Call) -> Result<Value, ExecError> {
+    let user = python::str(call.arg("user"));
+    let mut tab = parse_tab(&read_tab(&call, &user).await?);
+    let special = call.opt_arg("special").map(python::str);
+    let identifier = call.opt_arg("identifier").map(python::str);
+    let removed = remove_special(
+        &mut tab,
+        &python::str(call.arg("cmd")),
+        special.as_deref(),
+        identifier.as_deref(),
+    );
+    // Salt writes the crontab back either way.
+    commit(
+        &call,
+        &user,
+        &tab,
+        if removed { "removed" } else { "absent" },
+    )
+    .await
+}
+
+const SET_ENV_DOC: &str = "Set an environment variable in a user's crontab: ``new``,
+``updated`` or ``present``
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' cron.set_env root MAILTO user@example.com
+";
+
+async fn set_env(call: Call) -> Result<Value, ExecError> {
+    let user = python::str(call.arg("user"));
+    let mut tab = parse_tab(&read_tab(&call, &user).await?);
+    let outcome = set_env_in(&mut tab, &python::str(call.arg("name")), call.arg("value"));
+    if outcome == "present" {
+        return Ok(json!(outcome));
+    }
+    commit(&call, &user, &tab, outcome).await
+}
+
+const RM_ENV_DOC: &str = "Remove an environment variable from a user's crontab: ``removed`` or
+``absent``
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' cron.rm_env root MAILTO
+";
+
+async fn rm_env(call: Call) -> Result<Value, ExecError> {
+    let user = python::str(call.arg("user"));
+    let mut tab = parse_tab(&read_tab(&call, &user).await?);
+    let removed = remove_env(&mut tab, &python::str(call.arg("name")));
+    commit(
+        &call,
+        &user,
+        &tab,
+        if removed { "removed" } else { "absent" },
+    )
+    .await
+}
+
+const RAW_CRON_DOC: &str = "Return the text of a user's crontab (``''`` when there is none)
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' cron.raw_cron root
+";
+
+async fn raw_cron(call: Call) -> Result<Value, ExecError> {
+    Ok(json!(
+        read_tab(&call, &python::str(call.arg("user"))).await?
+    ))
+}
+
+/// `crontab [-u user] path`: its exit code, output and error.
+async fn install_file(
+    call: &Call,
+    user: &str,
+    path: &str,
+) -> Result<crate::process::Output, ExecError> {
+    let mut argv: Vec<String> = vec!["crontab".into()];
+    argv.extend(user_args(user)?);
+    argv.push(path.to_owned());
+    let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+    run_cmd(call, &refs).await
+}
+
+const WRITE_CRON_FILE_DOC: &str = "Install a file as a user's crontab: ``True`` on success
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' cron.write_cron_file root /tmp/new_cron
+";
+
+async fn write_cron_file(call: Call) -> Result<Value, ExecError> {
+    let out = install_file(
+        &call,
+        &python::str(call.arg("user")),
+        &python::str(call.arg("path")),
+    )
+    .await?;
+    Ok(Value::Bool(out.code == 0))
+}
+
+const WRITE_CRON_FILE_VERBOSE_DOC: &str = "Install a file as a user's crontab: ``{retcode,
+stdout, stderr}`` of ``crontab``
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' cron.write_cron_file_verbose root /tmp/new_cron
+";
+
+async fn write_cron_file_verbose(call: Call) -> Result<Value, ExecError> {
+    let out = install_file(
+        &call,
+        &python::str(call.arg("user")),
+        &python::str(call.arg("path")),
+    )
+    .await?;
+    Ok(
+        json!({"retcode": out.code, "stdout": out.stdout.trim_end_matches('\n'),
+              "stderr": out.stderr.trim_end_matches('\n')}),
+    )
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Salt's `disk` module: `usage` and `inodeusage` from `df -P` and `df -iP`, keyed by mount
-//! point, values as `df` prints them.
+//! point, values as `df` prints them; `blkid` (the block devices' attributes, for the mount
+//! states' `mount_by`).
 
 use serde_json::{Map, Value, json};
 
@@ -12,6 +13,12 @@ use crate::spec::{Call, Function, Lit, Param};
 
 /// The `disk` module's functions.
 pub(crate) const FUNCTIONS: &[Function] = &[
+    Function::new("disk.blkid", handler!(blkid))
+        .params(&[
+            Param::opt("device", Lit::None),
+            Param::opt("token", Lit::None),
+        ])
+        .doc(BLKID_DOC),
     Function::new("disk.inodeusage", handler!(inodeusage))
         .params(&[Param::opt("args", Lit::None)])
         .doc(INODEUSAGE_DOC),
@@ -19,6 +26,43 @@ pub(crate) const FUNCTIONS: &[Function] = &[
         .params(&[Param::opt("args", Lit::None)])
         .doc(USAGE_DOC),
 ];
+
+const BLKID_DOC: &str = "Return block device attributes: UUID, LABEL, etc. This function only works
+on systems where blkid is available.
+
+device
+    Device name from the system
+
+token
+    Any valid token used for the search
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' disk.blkid
+    salt '*' disk.blkid /dev/sda
+    salt '*' disk.blkid token='UUID=6a38ee5-7235-44e7-8b22-816a403bad5d'
+    salt '*' disk.blkid token='TYPE=ext4'
+";
+
+async fn blkid(call: Call) -> Result<Value, ExecError> {
+    let mut argv = vec!["blkid".to_owned()];
+    if let Some(device) = call.opt_arg("device").filter(|v| python::truthy(v)) {
+        argv.push(python::str(device));
+    } else if let Some(token) = call.opt_arg("token").filter(|v| python::truthy(v)) {
+        argv.push("-t".into());
+        argv.push(python::str(token));
+    }
+    let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let out = run_cmd(&call, &args).await?;
+    if out.code > 0 {
+        return Ok(json!({}));
+    }
+    Ok(Value::Object(crate::modules::mount::parse_blkid(
+        &out.stdout,
+    )))
+}
 
 /// Salt's `_clean_flags`: the `df` flags allowed, joined.
 fn flags(call: &Call, caller: &str) -> Result<String, ExecError> {

@@ -58,6 +58,18 @@ pub(crate) const FUNCTIONS: &[Function] = &[
         .varargs()
         .kwargs()
         .doc(find::DOC),
+    Function::new("file.gid_to_group", handler!(gid_to_group))
+        .params(&[Param::req("gid")])
+        .doc(GID_TO_GROUP_DOC),
+    Function::new("file.group_to_gid", handler!(group_to_gid))
+        .params(&[Param::req("group")])
+        .doc(GROUP_TO_GID_DOC),
+    Function::new("file.uid_to_user", handler!(uid_to_user))
+        .params(&[Param::req("uid")])
+        .doc(UID_TO_USER_DOC),
+    Function::new("file.user_to_uid", handler!(user_to_uid))
+        .params(&[Param::req("user")])
+        .doc(USER_TO_UID_DOC),
     Function::new("file.get_group", handler!(meta::get_group))
         .params(&[
             Param::req("path"),
@@ -277,6 +289,105 @@ pub(super) fn group_id(group: &Value) -> Option<u32> {
         .flatten()
         .map(|g| g.gid.as_raw())
         .or_else(|| text.parse().ok().filter(|_| !text.is_empty()))
+}
+
+const GROUP_TO_GID_DOC: &str = "Return the gid of a group name (an integer is returned as it
+is), or ``''`` when there is no such group
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' file.group_to_gid root
+";
+
+/// Salt's `group_to_gid`: an integer as it is, a name's gid, or `""`.
+pub(crate) fn group_to_gid_value(group: &Value) -> Value {
+    match group {
+        Value::Null => json!(""),
+        Value::Number(_) => group.clone(),
+        other => Group::from_name(&python::str(other))
+            .ok()
+            .flatten()
+            .map_or_else(|| json!(""), |g| json!(g.gid.as_raw())),
+    }
+}
+
+async fn group_to_gid(call: Call) -> Result<Value, ExecError> {
+    Ok(group_to_gid_value(call.arg("group")))
+}
+
+const GID_TO_GROUP_DOC: &str = "Return the name of a gid (a name is looked up first), the gid
+itself when it has no name, or ``''`` for an unknown name
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' file.gid_to_group 0
+";
+
+/// Salt's `gid_to_group`.
+pub(crate) fn gid_to_group_value(gid: &Value) -> Value {
+    let as_int = match gid {
+        Value::Number(n) => n.as_i64(),
+        Value::Bool(b) => Some(i64::from(*b)),
+        other => python::str(other).trim().parse::<i64>().ok(),
+    };
+    let gid = match as_int {
+        Some(n) => json!(n),
+        None => group_to_gid_value(gid),
+    };
+    match gid.as_i64().and_then(|n| u32::try_from(n).ok()) {
+        Some(n) => gid_name(n),
+        None => gid,
+    }
+}
+
+async fn gid_to_group(call: Call) -> Result<Value, ExecError> {
+    Ok(gid_to_group_value(call.arg("gid")))
+}
+
+const USER_TO_UID_DOC: &str = "Return the uid of a user name (an integer is returned as it is),
+or ``''`` when there is no such user
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' file.user_to_uid root
+";
+
+async fn user_to_uid(call: Call) -> Result<Value, ExecError> {
+    Ok(match call.arg("user") {
+        Value::Number(_) => call.arg("user").clone(),
+        Value::Null => json!(Uid::effective().as_raw()),
+        other => User::from_name(&python::str(other))
+            .ok()
+            .flatten()
+            .map_or_else(|| json!(""), |u| json!(u.uid.as_raw())),
+    })
+}
+
+const UID_TO_USER_DOC: &str = "Return the name of a uid, or the uid itself when it has no name
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' file.uid_to_user 0
+";
+
+async fn uid_to_user(call: Call) -> Result<Value, ExecError> {
+    let uid = call.arg("uid");
+    let n = match uid {
+        Value::Number(n) => n.as_u64(),
+        other => python::str(other).trim().parse::<u64>().ok(),
+    };
+    Ok(match n.and_then(|n| u32::try_from(n).ok()) {
+        Some(n) => uid_name(n),
+        None => uid.clone(),
+    })
 }
 
 const FILE_EXISTS_DOC: &str = "Return ``True`` if the path is a file (or a symlink to one)

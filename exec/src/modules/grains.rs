@@ -50,6 +50,22 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     Function::new("grains.has_value", handler!(has_value))
         .params(&[Param::req("key")])
         .doc(HAS_VALUE_DOC),
+    Function::new("grains.remove", handler!(remove))
+        .params(&[
+            Param::req("key"),
+            Param::req("val"),
+            Param::opt("delimiter", Lit::Str(":")),
+        ])
+        .doc(REMOVE_DOC),
+    Function::new("grains.set", handler!(set))
+        .params(&[
+            Param::req("key"),
+            Param::opt("val", Lit::Str("")),
+            Param::opt("force", Lit::Bool(false)),
+            Param::opt("destructive", Lit::Bool(false)),
+            Param::opt("delimiter", Lit::Str(":")),
+        ])
+        .doc(SET_DOC),
     Function::new("grains.setval", handler!(setval))
         .params(&[
             Param::req("key"),
@@ -432,32 +448,58 @@ async fn delval(call: Call) -> Result<Value, ExecError> {
 
 /// Salt's `grains.set(key, None, force, destructive)` for a top-level or nested key.
 fn set_none(call: &Call, key: &str, force: bool, destructive: bool) -> Result<Value, ExecError> {
+    set_value(call, key, Value::Null, force, destructive, ":")
+}
+
+/// Salt's `grains.set`: `{comment, changes, result}`. Conservative: a dict or list (existing
+/// or given) is replaced only with `force`; nested keys are created on the way.
+fn set_value(
+    call: &Call,
+    key: &str,
+    val: Value,
+    force: bool,
+    destructive: bool,
+    delimiter: &str,
+) -> Result<Value, ExecError> {
     let answer = |comment: String, changes: Value, result: bool| serde_json::json!({"comment": comment, "changes": changes, "result": result});
+    let complex = |v: &Value| v.is_object() || v.is_array();
     let grains = call.ctx.grains();
-    let existing = traverse(&grains, key, ":");
-    if existing.is_some_and(Value::is_null) && !destructive {
+    let existing = traverse(&grains, key, delimiter);
+    if let Some(e) = existing
+        && *e == val
+        && (!val.is_null() || !destructive)
+    {
         return Ok(answer(
             "Grain is already set".into(),
             serde_json::json!({}),
             true,
         ));
     }
-    if let Some(v) = existing
-        && (v.is_object() || v.is_array())
-        && !force
-    {
-        return Ok(answer(
-            format!(
-                "The key '{key}' exists but is a dict or a list. Use 'force=True' to overwrite."
-            ),
-            serde_json::json!({}),
-            false,
-        ));
+    if !existing.is_some_and(Value::is_null) && !force {
+        if existing.is_some_and(complex) {
+            return Ok(answer(
+                format!(
+                    "The key '{key}' exists but is a dict or a list. Use 'force=True' to overwrite."
+                ),
+                serde_json::json!({}),
+                false,
+            ));
+        }
+        if complex(&val) && existing.is_some() {
+            return Ok(answer(
+                format!(
+                    "The key '{key}' exists and the given value is a dict or a list. Use \
+                     'force=True' to overwrite."
+                ),
+                serde_json::json!({}),
+                false,
+            ));
+        }
     }
     let mut key = key.to_owned();
-    let mut value = Value::Null;
-    while let Some((parent, rest)) = key.clone().rsplit_once(':') {
-        let mut outer = traverse(&grains, parent, ":")
+    let mut value = val;
+    while let Some((parent, rest)) = key.clone().rsplit_once(delimiter) {
+        let mut outer = traverse(&grains, parent, delimiter)
             .cloned()
             .unwrap_or_else(|| Value::Object(Map::new()));
         match &mut outer {
@@ -467,7 +509,24 @@ fn set_none(call: &Call, key: &str, force: bool, destructive: bool) -> Result<Va
             Value::Object(m) => {
                 m.insert(rest.to_owned(), value);
             }
-            other if force || python::str(other) == rest => {
+            Value::Array(items) => {
+                let mut updated = false;
+                for item in items.iter_mut() {
+                    if python::str(item) == rest && item.is_string() {
+                        *item = serde_json::json!({ rest: value.clone() });
+                        updated = true;
+                    } else if let Value::Object(m) = item
+                        && m.contains_key(rest)
+                    {
+                        m.insert(rest.to_owned(), value.clone());
+                        updated = true;
+                    }
+                }
+                if !updated {
+                    items.push(serde_json::json!({ rest: value }));
+                }
+            }
+            other if force || (other.is_string() && python::str(other) == rest) => {
                 let mut m = Map::new();
                 m.insert(rest.to_owned(), value);
                 *other = Value::Object(m);
@@ -475,8 +534,9 @@ fn set_none(call: &Call, key: &str, force: bool, destructive: bool) -> Result<Va
             other => {
                 return Ok(answer(
                     format!(
-                        "The key '{parent}' value is '{}', which is different from the provided key '{rest}'. Use 'force=True' to overwrite.",
-                        python::repr(other).trim_matches('\'')
+                        "The key '{parent}' value is '{}', which is different from the provided \
+                         key '{rest}'. Use 'force=True' to overwrite.",
+                        python::str(other)
                     ),
                     serde_json::json!({}),
                     false,
@@ -492,6 +552,77 @@ fn set_none(call: &Call, key: &str, force: bool, destructive: bool) -> Result<Va
         Value::String(msg) => Ok(answer(msg, serde_json::json!({}), false)),
         changes => Ok(answer(String::new(), changes, true)),
     }
+}
+
+const SET_DOC: &str = "Set a key to an arbitrary value. It is used like setval but works with
+nested keys.
+
+This function is conservative. It will only overwrite an entry if its value and the given
+one are not a list or a dict. The ``force`` parameter is used to allow overwriting in all
+cases. With ``destructive``, a key set to ``None`` is removed. Returns
+``{comment, changes, result}``.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' grains.set 'apps:myApp:port' 2209
+    salt '*' grains.set 'apps:myApp' '{port: 2209}'
+";
+
+async fn set(call: Call) -> Result<Value, ExecError> {
+    set_value(
+        &call,
+        &python::str(call.arg("key")),
+        call.arg("val").clone(),
+        truthy(call.arg("force")),
+        truthy(call.arg("destructive")),
+        &python::str(call.arg("delimiter")),
+    )
+}
+
+const REMOVE_DOC: &str = "Remove a value from a list in the grains config file. Nested keys are
+separated by ``delimiter``.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' grains.remove key val
+";
+
+async fn remove(call: Call) -> Result<Value, ExecError> {
+    let mut key = python::str(call.arg("key"));
+    let delimiter = python::str(call.arg("delimiter"));
+    let val = call.arg("val").clone();
+    let grains = call.ctx.grains();
+    let current = traverse(&grains, &key, &delimiter)
+        .cloned()
+        .unwrap_or_else(|| Value::Array(Vec::new()));
+    let Value::Array(mut list) = current else {
+        return Ok(Value::String(format!("The key {key} is not a valid list")));
+    };
+    let Some(pos) = list.iter().position(|v| *v == val) else {
+        return Ok(Value::String(format!(
+            "The val {} was not in the list {key}",
+            python::str(&val)
+        )));
+    };
+    list.remove(pos);
+    let mut value = Value::Array(list);
+    while let Some((parent, rest)) = key.clone().rsplit_once(delimiter.as_str()) {
+        let mut outer = traverse(&grains, parent, &delimiter)
+            .cloned()
+            .unwrap_or(Value::Null);
+        if let Value::Object(m) = &mut outer {
+            m.insert(rest.to_owned(), value);
+        }
+        value = outer;
+        key = parent.to_owned();
+    }
+    let mut new = Map::new();
+    new.insert(key, value);
+    setvals(&call, new, false, true)
 }
 
 #[cfg(test)]

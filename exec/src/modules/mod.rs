@@ -49,43 +49,65 @@ pub(crate) async fn run_cmd_env(
         })
 }
 
+pub(crate) mod archive;
 pub(crate) mod cmd;
 pub(crate) mod config;
+pub(crate) mod cp;
 pub(crate) mod cron;
 pub(crate) mod disk;
 pub(crate) mod event;
 pub(crate) mod file;
+pub(crate) mod git;
 pub(crate) mod grains;
 pub(crate) mod group;
+pub(crate) mod hosts;
+pub(crate) mod kmod;
+pub(crate) mod locale;
+pub(crate) mod mount;
 pub(crate) mod network;
 pub(crate) mod pillar;
 pub(crate) mod pkg;
 pub(crate) mod saltutil;
 pub(crate) mod service;
+pub(crate) mod shadow;
+pub(crate) mod ssh;
+pub(crate) mod state;
 pub(crate) mod status;
 pub(crate) mod sys;
 pub(crate) mod sysctl;
 pub(crate) mod test;
+pub(crate) mod timezone;
 pub(crate) mod user;
 
 /// Every module's functions.
 pub(crate) const MODULES: &[&[Function]] = &[
+    archive::FUNCTIONS,
     cmd::FUNCTIONS,
     config::FUNCTIONS,
+    cp::FUNCTIONS,
     cron::FUNCTIONS,
     disk::FUNCTIONS,
     event::FUNCTIONS,
     file::FUNCTIONS,
+    git::FUNCTIONS,
     grains::FUNCTIONS,
     group::FUNCTIONS,
+    hosts::FUNCTIONS,
+    kmod::FUNCTIONS,
+    locale::FUNCTIONS,
+    mount::FUNCTIONS,
     network::FUNCTIONS,
     pillar::FUNCTIONS,
     pkg::FUNCTIONS,
     saltutil::FUNCTIONS,
     service::FUNCTIONS,
+    shadow::FUNCTIONS,
+    ssh::FUNCTIONS,
+    state::FUNCTIONS,
     status::FUNCTIONS,
     sys::FUNCTIONS,
     sysctl::FUNCTIONS,
     test::FUNCTIONS,
+    timezone::FUNCTIONS,
     user::FUNCTIONS,
 ];

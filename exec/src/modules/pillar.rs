@@ -112,11 +112,7 @@ async fn get(call: Call) -> Result<Value, ExecError> {
 
 /// Salt's `dictupdate.update(dest, upd, merge_lists)`: nested dicts merge, other values are
 /// replaced, lists are concatenated when `merge_lists`.
-pub(crate) fn merge_into(
-    dest: &mut Map<String, Value>,
-    upd: &Map<String, Value>,
-    merge_lists: bool,
-) {
+pub fn merge_into(dest: &mut Map<String, Value>, upd: &Map<String, Value>, merge_lists: bool) {
     for (key, new) in upd {
         match (dest.get_mut(key), new) {
             (Some(Value::Object(d)), Value::Object(n)) => merge_into(d, n, merge_lists),

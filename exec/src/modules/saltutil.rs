@@ -57,6 +57,14 @@ pub(crate) const FUNCTIONS: &[Function] = &[
             Param::opt("extmod_blacklist", Lit::None),
         ])
         .doc(SYNC_MODULES_DOC),
+    Function::new("saltutil.sync_states", handler!(sync_states))
+        .params(&[
+            Param::opt("saltenv", Lit::None),
+            Param::opt("refresh", Lit::Bool(true)),
+            Param::opt("extmod_whitelist", Lit::None),
+            Param::opt("extmod_blacklist", Lit::None),
+        ])
+        .doc(SYNC_STATES_DOC),
     Function::new("saltutil.term_job", handler!(term_job))
         .params(&[Param::req("jid")])
         .doc(TERM_JOB_DOC),
@@ -242,7 +250,8 @@ async fn refresh_modules(_call: Call) -> Result<Value, ExecError> {
     Ok(Value::Bool(true))
 }
 
-/// The kinds `sync_all` reports on a minion, in Salt's order; saltq syncs only `modules`.
+/// The kinds `sync_all` reports on a minion, in Salt's order; saltq syncs `modules` and
+/// `states`.
 const SYNC_KINDS: &[&str] = &[
     "clouds",
     "beacons",
@@ -277,7 +286,7 @@ fn extmod_list(call: &Call, key: &str, kind: &str) -> Option<Vec<String>> {
 /// Fetches `_<kind>` from the master and installs it in the module cache: the names of the
 /// modules written (`modules.NAME`).
 async fn sync_kind(call: &Call, kind: &str) -> Result<Vec<String>, ExecError> {
-    let dir = extmods::synced_dir(&call.ctx.opts)
+    let dir = extmods::synced_dir_for(&call.ctx.opts, kind)
         .ok_or_else(|| ExecError::execution("the minion has no cachedir to sync modules into"))?;
     let source =
         call.ctx.modules.clone().ok_or_else(|| {
@@ -340,8 +349,40 @@ async fn sync_modules(call: Call) -> Result<Value, ExecError> {
     Ok(changed.into_iter().map(Value::String).collect())
 }
 
+const SYNC_STATES_DOC: &str = "Sync the state modules from the master's ``salt://_states`` into
+the minion's module cache (``<cachedir>/extmods/states``). Modules the master no longer has
+are removed. Returns the modules written, as ``states.NAME``.
+
+saltenv
+    Accepted for compatibility: the master serves its ``_states``.
+
+refresh : True
+    Reload the modules afterwards.
+
+extmod_whitelist : None
+    Only these modules, e.g. ``{states: [mystate]}``.
+
+extmod_blacklist : None
+    Not these modules, e.g. ``{states: [mystate]}``.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' saltutil.sync_states
+";
+
+async fn sync_states(call: Call) -> Result<Value, ExecError> {
+    let changed = sync_kind(&call, "states").await?;
+    if truthy(call.arg("refresh")) {
+        extmods::clear_cache();
+    }
+    Ok(changed.into_iter().map(Value::String).collect())
+}
+
 const SYNC_ALL_DOC: &str = "Sync everything from the master's file server that the minion uses:
-in saltq, the execution modules of ``salt://_modules``. Returns a dict of every kind Salt
+in saltq, the execution modules of ``salt://_modules`` and the state modules of
+``salt://_states``. Returns a dict of every kind Salt
 syncs, each with the modules written. With ``refresh`` (the default) the modules are
 reloaded and the pillar refreshed.
 
@@ -356,7 +397,7 @@ CLI Example:
 async fn sync_all(call: Call) -> Result<Value, ExecError> {
     let mut out = serde_json::Map::new();
     for kind in SYNC_KINDS {
-        let names = if *kind == "modules" {
+        let names = if matches!(*kind, "modules" | "states") {
             sync_kind(&call, kind).await?
         } else {
             Vec::new()

@@ -1,7 +1,10 @@
 //! Salt's `service` module for systemd (`salt/modules/systemd_service.py`): `systemctl` for
 //! state changes and queries, the unit directories for the list of services, and System V
-//! init scripts where no unit exists. Where systemd is not running every function fails with
-//! `systemd is not available on this minion`.
+//! init scripts where no unit exists. On a Debian machine where systemd does not run, Salt's
+//! loader gives `service` the functions of `debian_service` instead, and so does this module
+//! ([`Manager::SysV`], `sysv` below): `service NAME ACTION`, `update-rc.d`, and the
+//! `/etc/rc?.d` links. Elsewhere without systemd every function fails with `systemd is not
+//! available on this minion`.
 
 use std::path::Path;
 
@@ -94,6 +97,51 @@ const UNIT_DIRS: [&str; 3] = [
 ];
 
 const INIT_D: &str = "/etc/init.d";
+
+/// The service manager this minion's `service` functions drive, as Salt's loader picks
+/// the module: `systemd_service` where systemd runs, `debian_service` on Debian without it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Manager {
+    /// systemd runs (`/run/systemd/system` exists).
+    Systemd,
+    /// A Debian-family system without a running systemd: System V init scripts.
+    SysV,
+}
+
+/// The OS names for which Salt loads `debian_service`.
+const DEBIAN_OSES: &[&str] = &["Debian", "Raspbian", "Devuan", "NILinuxRT"];
+
+/// Salt's choice of `service` module for this machine: `booted` says whether systemd runs,
+/// `os` is the `os` grain (or `None` when unknown, then `/etc/debian_version` decides).
+pub(crate) fn pick_manager(
+    booted: bool,
+    os: Option<&str>,
+    debian_version: bool,
+) -> Option<Manager> {
+    if booted {
+        Some(Manager::Systemd)
+    } else if os.map_or(debian_version, |os| DEBIAN_OSES.contains(&os)) {
+        Some(Manager::SysV)
+    } else {
+        None
+    }
+}
+
+/// This minion's service manager, or Salt's error where none is supported.
+fn manager(call: &Call) -> Result<Manager, ExecError> {
+    let os = call
+        .ctx
+        .grains()
+        .get("os")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    pick_manager(
+        Path::new("/run/systemd/system").is_dir(),
+        os.as_deref(),
+        Path::new("/etc/debian_version").is_file(),
+    )
+    .ok_or_else(|| ExecError::execution("systemd is not available on this minion"))
+}
 
 /// Fails unless systemd runs on this machine (Salt's `salt.utils.systemd.booted`).
 fn require_systemd() -> Result<(), ExecError> {
@@ -239,6 +287,9 @@ CLI Example:
 ";
 
 async fn available(call: Call) -> Result<Value, ExecError> {
+    if manager(&call)? == Manager::SysV {
+        return Ok(json!(sysv::all(&call).await?.contains(&name(&call))));
+    }
     let out = systemctl(&call, "status", &name(&call), false, false).await?;
     Ok(Value::Bool((0..4).contains(&out.code)))
 }
@@ -255,6 +306,9 @@ CLI Example:
 ";
 
 async fn status(call: Call) -> Result<Value, ExecError> {
+    if manager(&call)? == Manager::SysV {
+        return sysv::status(&call, &name(&call)).await;
+    }
     require_systemd()?;
     let name = name(&call);
     let globbing = name.contains(['*', '?']) || (name.contains('[') && name.contains(']'));
@@ -299,6 +353,9 @@ CLI Example:
 ";
 
 async fn start(call: Call) -> Result<Value, ExecError> {
+    if manager(&call)? == Manager::SysV {
+        return sysv::action(&call, &name(&call), "start").await;
+    }
     change(&call, "start", truthy(call.arg("no_block"))).await
 }
 
@@ -312,6 +369,9 @@ CLI Example:
 ";
 
 async fn restart(call: Call) -> Result<Value, ExecError> {
+    if manager(&call)? == Manager::SysV {
+        return sysv::action(&call, &name(&call), "restart").await;
+    }
     change(&call, "restart", truthy(call.arg("no_block"))).await
 }
 
@@ -325,6 +385,9 @@ CLI Example:
 ";
 
 async fn reload(call: Call) -> Result<Value, ExecError> {
+    if manager(&call)? == Manager::SysV {
+        return sysv::action(&call, &name(&call), "reload").await;
+    }
     change(&call, "reload", truthy(call.arg("no_block"))).await
 }
 
@@ -338,6 +401,9 @@ CLI Example:
 ";
 
 async fn stop(call: Call) -> Result<Value, ExecError> {
+    if manager(&call)? == Manager::SysV {
+        return sysv::action(&call, &name(&call), "stop").await;
+    }
     let out = systemctl(
         &call,
         "stop",
@@ -387,6 +453,9 @@ CLI Example:
 ";
 
 async fn enable(call: Call) -> Result<Value, ExecError> {
+    if manager(&call)? == Manager::SysV {
+        return sysv::switch(&call, &name(&call), true).await;
+    }
     require_systemd()?;
     let name = name(&call);
     unmask(&call, &name).await?;
@@ -410,6 +479,9 @@ CLI Example:
 ";
 
 async fn disable(call: Call) -> Result<Value, ExecError> {
+    if manager(&call)? == Manager::SysV {
+        return sysv::switch(&call, &name(&call), false).await;
+    }
     require_systemd()?;
     let name = name(&call);
     if sysv_only(&name) {
@@ -484,6 +556,9 @@ CLI Example:
 ";
 
 async fn enabled(call: Call) -> Result<Value, ExecError> {
+    if manager(&call)? == Manager::SysV {
+        return Ok(json!(sysv::enabled(&call).await?.contains(&name(&call))));
+    }
     Ok(Value::Bool(is_enabled(&call, &name(&call)).await?))
 }
 
@@ -497,6 +572,13 @@ CLI Example:
 ";
 
 async fn disabled(call: Call) -> Result<Value, ExecError> {
+    if manager(&call)? == Manager::SysV {
+        let on = sysv::enabled(&call).await?;
+        let name = name(&call);
+        return Ok(json!(
+            sysv::all(&call).await?.contains(&name) && !on.contains(&name)
+        ));
+    }
     Ok(Value::Bool(!is_enabled(&call, &name(&call)).await?))
 }
 
@@ -511,6 +593,9 @@ CLI Example:
 ";
 
 async fn get_all(call: Call) -> Result<Value, ExecError> {
+    if manager(&call)? == Manager::SysV {
+        return Ok(json!(sysv::all(&call).await?));
+    }
     require_systemd()?;
     let root = call.opt_arg("root").map(python::str);
     let prefixed = |p: &str| match &root {
@@ -555,6 +640,146 @@ async fn get_running(call: Call) -> Result<Value, ExecError> {
     require_systemd()?;
     let out = run_cmd(&call, &["systemctl", "--full", "--no-legend", "--no-pager"]).await?;
     Ok(json!(parse_running(&out.stdout)))
+}
+
+/// Salt's `debian_service`: System V init scripts driven by `service`, enabled by
+/// `update-rc.d`, read from `/etc/init.d` and the runlevel's `/etc/rc?.d` links.
+mod sysv {
+    use std::path::Path;
+
+    use serde_json::{Value, json};
+
+    use saltq_semantics::python::fnmatch;
+
+    use crate::error::ExecError;
+    use crate::modules::run_cmd;
+    use crate::spec::Call;
+
+    /// The runlevel `runlevel` reports; `2` (Debian's default) when it says `unknown`, as in
+    /// a container without init, or gives nothing usable.
+    pub(crate) fn runlevel_of(out: &str) -> String {
+        if out.contains("unknown") {
+            return "2".into();
+        }
+        out.split_whitespace()
+            .nth(1)
+            .filter(|r| r.len() == 1)
+            .unwrap_or("2")
+            .to_owned()
+    }
+
+    /// The service a start link names: what follows the last run of digits (`S01ssh` is
+    /// `ssh`), as Salt's `re.split(r"\d+", link)[-1]`.
+    pub(crate) fn link_service(link: &str) -> String {
+        link.rsplit(|c: char| c.is_ascii_digit())
+            .next()
+            .unwrap_or(link)
+            .to_owned()
+    }
+
+    /// The services started in `runlevel` or `S`: `S??name` links in `etc/rcS.d` and
+    /// `etc/rc<runlevel>.d`, sorted.
+    pub(crate) fn enabled_in(etc: &Path, runlevel: &str) -> Vec<String> {
+        let mut out: Vec<String> = ["S", runlevel]
+            .iter()
+            .flat_map(|rl| {
+                std::fs::read_dir(etc.join(format!("rc{rl}.d")))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|f| f.starts_with('S'))
+                    .map(|f| link_service(&f))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Every script in `etc/init.d` but `README`, with the enabled services, sorted.
+    pub(crate) fn all_in(etc: &Path, enabled: &[String]) -> Vec<String> {
+        let mut out: Vec<String> = std::fs::read_dir(etc.join("init.d"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|f| f != "README")
+            .chain(enabled.iter().cloned())
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    async fn runlevel(call: &Call) -> String {
+        match run_cmd(call, &["runlevel"]).await {
+            Ok(out) => runlevel_of(&format!("{}{}", out.stdout, out.stderr)),
+            Err(_) => "2".into(),
+        }
+    }
+
+    /// Salt's `get_enabled`.
+    pub(super) async fn enabled(call: &Call) -> Result<Vec<String>, ExecError> {
+        Ok(enabled_in(Path::new("/etc"), &runlevel(call).await))
+    }
+
+    /// Salt's `get_all`.
+    pub(super) async fn all(call: &Call) -> Result<Vec<String>, ExecError> {
+        Ok(all_in(Path::new("/etc"), &enabled(call).await?))
+    }
+
+    /// `service NAME ACTION`: `True` when it exits 0.
+    pub(super) async fn action(call: &Call, name: &str, action: &str) -> Result<Value, ExecError> {
+        Ok(json!(
+            run_cmd(call, &["service", name, action]).await?.code == 0
+        ))
+    }
+
+    /// Salt's `status`: by `sig` (a process matching it), else `service NAME status`;
+    /// a glob name gives `{service: bool}`.
+    pub(super) async fn status(call: &Call, name: &str) -> Result<Value, ExecError> {
+        if let Some(sig) = call
+            .opt_arg("sig")
+            .filter(|s| saltq_semantics::python::truthy(s))
+        {
+            let sig = saltq_semantics::python::str(sig);
+            return Ok(json!(
+                !crate::modules::status::pids(call, &sig).await?.is_empty()
+            ));
+        }
+        let globbing = name.contains(['*', '?']) || (name.contains('[') && name.contains(']'));
+        if !globbing {
+            return action(call, name, "status").await;
+        }
+        let mut out = serde_json::Map::new();
+        for service in all(call).await?.into_iter().filter(|s| fnmatch(s, name)) {
+            let running = action(call, &service, "status").await?;
+            out.insert(service, running);
+        }
+        Ok(Value::Object(out))
+    }
+
+    /// Salt's `enable` (`insserv NAME && update-rc.d NAME enable`) and `disable`
+    /// (`update-rc.d NAME disable`): `True` when every command exits 0; a missing command
+    /// (no `insserv` on a machine that never had System V init) is `False`, as the shell's
+    /// 127 is in Salt.
+    pub(super) async fn switch(call: &Call, name: &str, on: bool) -> Result<Value, ExecError> {
+        let steps: Vec<Vec<&str>> = if on {
+            vec![vec!["insserv", name], vec!["update-rc.d", name, "enable"]]
+        } else {
+            vec![vec!["update-rc.d", name, "disable"]]
+        };
+        for argv in steps {
+            match run_cmd(call, &argv).await {
+                Ok(out) if out.code == 0 => {}
+                Ok(_) | Err(ExecError::CommandNotFound(_)) => return Ok(json!(false)),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(json!(true))
+    }
 }
 
 #[cfg(test)]
@@ -622,11 +847,59 @@ mod tests {
         assert!(!sysv_enabled(tmp.path(), "ssh"));
     }
 
+    #[test]
+    fn sysv_like_debian_service() {
+        assert_eq!(
+            pick_manager(true, Some("Debian"), true),
+            Some(Manager::Systemd)
+        );
+        assert_eq!(
+            pick_manager(false, Some("Debian"), true),
+            Some(Manager::SysV)
+        );
+        assert_eq!(
+            pick_manager(false, Some("Devuan"), false),
+            Some(Manager::SysV)
+        );
+        assert_eq!(pick_manager(false, Some("Rocky"), false), None);
+        assert_eq!(pick_manager(false, None, true), Some(Manager::SysV));
+        assert_eq!(sysv::runlevel_of("unknown\n"), "2");
+        assert_eq!(sysv::runlevel_of("N 5\n"), "5");
+        assert_eq!(sysv::runlevel_of(""), "2");
+        assert_eq!(sysv::link_service("S01ssh"), "ssh");
+        assert_eq!(sysv::link_service("S02saltq-rec-svc"), "saltq-rec-svc");
+        // Salt's `re.split(r"\d+", ...)[-1]` keeps only what follows the last digits.
+        assert_eq!(sysv::link_service("S01ipv6tables"), "tables");
+
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        for d in ["init.d", "rc2.d", "rc3.d", "rcS.d"] {
+            std::fs::create_dir_all(tmp.path().join(d)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        for f in ["init.d/ssh", "init.d/cron", "init.d/README", "init.d/off"] {
+            std::fs::write(tmp.path().join(f), "").unwrap_or_else(|e| panic!("{e}"));
+        }
+        for f in [
+            "rc2.d/S01ssh",
+            "rc2.d/K01off",
+            "rc3.d/S01cron",
+            "rcS.d/S01procps",
+        ] {
+            std::fs::write(tmp.path().join(f), "").unwrap_or_else(|e| panic!("{e}"));
+        }
+        let on = sysv::enabled_in(tmp.path(), "2");
+        assert_eq!(on, ["procps", "ssh"]);
+        assert_eq!(
+            sysv::all_in(tmp.path(), &on),
+            ["cron", "off", "procps", "ssh"]
+        );
+    }
+
     #[tokio::test]
     async fn on_this_host() {
-        if !Path::new("/run/systemd/system").is_dir() {
+        if !Path::new("/run/systemd/system").is_dir() && !Path::new("/etc/debian_version").is_file()
+        {
             println!(
-                "service: systemd does not run on this machine; checking the error of every function"
+                "service: neither systemd nor Debian's System V init here; checking the error of every function"
             );
             for fun in [
                 "service.available",
@@ -659,6 +932,10 @@ mod tests {
                 )
                 .await;
             }
+            return;
+        }
+        if !Path::new("/run/systemd/system").is_dir() {
+            println!("service: System V init (Debian without systemd): see sysv_on_this_host");
             return;
         }
         // Read-only functions on a machine running systemd.

@@ -409,16 +409,21 @@ CLI Example:
 
 async fn pid(call: Call) -> Result<Value, ExecError> {
     let sig = python::str(call.arg("sig"));
-    let re =
-        regex::Regex::new(&sig).map_err(|e| ExecError::exception("re.error", e.to_string()))?;
+    Ok(json!(pids(&call, &sig).await?.join("\n")))
+}
+
+/// The pids of the processes whose `ps` line matches the regular expression `sig` (this
+/// minion's own left out): `status.pid`, and `service.status` with `sig`.
+pub(crate) async fn pids(call: &Call, sig: &str) -> Result<Vec<String>, ExecError> {
+    let re = regex::Regex::new(sig).map_err(|e| ExecError::exception("re.error", e.to_string()))?;
     let me = std::process::id().to_string();
-    let out = run_cmd(&call, PS).await?.stdout;
-    let pids: Vec<&str> = out
+    let out = run_cmd(call, PS).await?.stdout;
+    Ok(out
         .lines()
         .filter(|l| !l.contains(&me) && re.is_match(l))
         .filter_map(|l| l.split_whitespace().nth(1))
-        .collect();
-    Ok(json!(pids.join("\n")))
+        .map(str::to_owned)
+        .collect())
 }
 
 const VERSION_DOC: &str = "Return the kernel's version string (``/proc/version``)

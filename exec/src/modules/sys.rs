@@ -271,6 +271,8 @@ mod tests {
                 "grains.item",
                 "grains.items",
                 "grains.ls",
+                "grains.remove",
+                "grains.set",
                 "grains.setval"
             ]),
             0,
@@ -295,7 +297,7 @@ mod tests {
             "sys.list_modules",
             json!(["t*"]),
             json!({}),
-            json!(["test"]),
+            json!(["test", "timezone"]),
             0,
         )
         .await;
@@ -311,8 +313,10 @@ mod tests {
         assert_eq!(
             out.ret,
             json!([
-                "cmd", "config", "cron", "disk", "event", "file", "grains", "group", "network",
-                "pillar", "pkg", "saltutil", "service", "status", "sys", "sysctl", "test", "user"
+                "archive", "cmd", "config", "cp", "cron", "disk", "event", "file", "git", "grains",
+                "group", "hosts", "kmod", "locale", "mount", "network", "pillar", "pkg",
+                "saltutil", "service", "shadow", "ssh", "state", "status", "sys", "sysctl", "test",
+                "timezone", "user"
             ])
         );
     }

@@ -18,6 +18,14 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     Function::new("sysctl.get", handler!(get))
         .params(&[Param::req("name")])
         .doc(GET_DOC),
+    Function::new("sysctl.default_config", handler!(default_config)).doc(DEFAULT_CONFIG_DOC),
+    Function::new("sysctl.persist", handler!(persist))
+        .params(&[
+            Param::req("name"),
+            Param::req("value"),
+            Param::opt("config", Lit::None),
+        ])
+        .doc(PERSIST_DOC),
     Function::new("sysctl.show", handler!(show))
         .params(&[Param::opt("config_file", Lit::Bool(false))])
         .doc(SHOW_DOC),
@@ -39,6 +47,138 @@ pub(crate) fn parse_conf(text: &str) -> Map<String, Value> {
         .filter_map(|l| l.split_once('='))
         .map(|(k, v)| (k.trim_end().to_owned(), json!(v.trim_start())))
         .collect()
+}
+
+const DEFAULT_CONFIG_DOC: &str =
+    "Return the sysctl configuration file the minion persists values in:
+``/etc/sysctl.d/99-salt.conf`` where systemd runs (it ignores ``/etc/sysctl.conf``),
+``/etc/sysctl.conf`` elsewhere
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' sysctl.default_config
+";
+
+/// Salt's `default_config`: systemd (207 or later, every systemd still in use) reads only
+/// `/etc/sysctl.d`.
+fn default_config_path() -> &'static str {
+    if std::path::Path::new("/run/systemd/system").is_dir() {
+        "/etc/sysctl.d/99-salt.conf"
+    } else {
+        "/etc/sysctl.conf"
+    }
+}
+
+async fn default_config(_call: Call) -> Result<Value, ExecError> {
+    Ok(json!(default_config_path()))
+}
+
+/// Salt's `_sanitize_sysctl_value`: runs of whitespace as one tab, as the kernel shows them.
+pub(crate) fn sanitize_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut in_space = false;
+    for c in value.chars() {
+        if c.is_whitespace() {
+            if !in_space {
+                out.push('\t');
+            }
+            in_space = true;
+        } else {
+            out.push(c);
+            in_space = false;
+        }
+    }
+    out
+}
+
+/// What `persist` does to the config file's lines for `name = value`.
+#[derive(Debug, PartialEq)]
+pub(crate) enum PersistEdit {
+    /// The file already has this value: only the running value may need setting.
+    AlreadyInFile,
+    /// The file's new text (the line edited, or appended).
+    Write(String),
+}
+
+/// Salt's edit of the sysctl config in `persist`: the line of `name` (not a comment) set to
+/// `name = value`, or appended; unchanged when the file has the value already.
+pub(crate) fn persist_edit(text: &str, name: &str, value: &str) -> PersistEdit {
+    let mut out = String::new();
+    let mut edited = false;
+    for line in text.split_inclusive('\n') {
+        let Some((key, val)) = line.split_once('=') else {
+            out.push_str(line);
+            continue;
+        };
+        let key = key.trim();
+        if key.starts_with('#') || key != name {
+            out.push_str(line);
+            continue;
+        }
+        if sanitize_value(val.trim()) == sanitize_value(value) {
+            return PersistEdit::AlreadyInFile;
+        }
+        out.push_str(&format!("{name} = {value}\n"));
+        edited = true;
+    }
+    if !edited {
+        out.push_str(&format!("{name} = {value}\n"));
+    }
+    PersistEdit::Write(out)
+}
+
+const PERSIST_DOC: &str = "Assign and persist a simple sysctl parameter for this minion. If
+``config`` is not specified, a sensible default will be chosen using
+:mod:`sysctl.default_config <salt.modules.linux_sysctl.default_config>`.
+
+Returns ``Updated`` when the file or the running value changed, ``Already set`` otherwise.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' sysctl.persist net.ipv4.ip_forward 1
+";
+
+async fn persist(call: Call) -> Result<Value, ExecError> {
+    let name = python::str(call.arg("name"));
+    let value = python::str(call.arg("value"));
+    let config = call
+        .opt_arg("config")
+        .map_or_else(|| default_config_path().to_owned(), python::str);
+    let path = std::path::Path::new(&config);
+    if !path.is_file() {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+            && !dir.exists()
+        {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                ExecError::execution(format!("Could not create {}: {e}", dir.display()))
+            })?;
+        }
+        std::fs::write(path, "#\n# Kernel sysctl configuration\n#\n")
+            .map_err(|_| ExecError::execution(format!("Could not write to file: {config}")))?;
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|_| ExecError::execution(format!("Could not read from file: {config}")))?;
+    match persist_edit(&text, &name, &value) {
+        PersistEdit::AlreadyInFile => {
+            let current = get_value(&call, &name).await?;
+            if sanitize_value(&current) != sanitize_value(&value) {
+                assign_value(&call, &name, &value).await?;
+                Ok(json!("Updated"))
+            } else {
+                Ok(json!("Already set"))
+            }
+        }
+        PersistEdit::Write(new) => {
+            std::fs::write(path, new)
+                .map_err(|_| ExecError::execution(format!("Could not write to file: {config}")))?;
+            assign_value(&call, &name, &value).await?;
+            Ok(json!("Updated"))
+        }
+    }
 }
 
 const SHOW_DOC: &str = "Return every kernel parameter and its value (``sysctl -a``), or those set
@@ -82,6 +222,14 @@ async fn get(call: Call) -> Result<Value, ExecError> {
     Ok(json!(format!("{}{}", out.stdout, out.stderr).trim_end()))
 }
 
+/// `sysctl.get` as another function calls it (no retcode of its own).
+async fn get_value(call: &Call, name: &str) -> Result<String, ExecError> {
+    let out = run_cmd(call, &["sysctl", "-n", name]).await?;
+    Ok(format!("{}{}", out.stdout, out.stderr)
+        .trim_end()
+        .to_owned())
+}
+
 const ASSIGN_DOC: &str = "Set a kernel parameter now (``sysctl -w``); returns ``{name: value}`` as
 ``sysctl`` reports it
 
@@ -95,6 +243,11 @@ CLI Example:
 async fn assign(call: Call) -> Result<Value, ExecError> {
     let name = python::str(call.arg("name"));
     let value = python::str(call.arg("value"));
+    assign_value(&call, &name, &value).await
+}
+
+/// Salt's `assign`: `sysctl -w name=value`, checked against what `sysctl` echoes.
+async fn assign_value(call: &Call, name: &str, value: &str) -> Result<Value, ExecError> {
     let proc_path: String = name
         .chars()
         .map(|c| match c {
@@ -108,7 +261,7 @@ async fn assign(call: Call) -> Result<Value, ExecError> {
             "sysctl {name} does not exist"
         )));
     }
-    let out = run_cmd(&call, &["sysctl", "-w", &format!("{name}={value}")]).await?;
+    let out = run_cmd(call, &["sysctl", "-w", &format!("{name}={value}")]).await?;
     let line = out.stdout.trim_end();
     let expected = format!("{name} = {value}");
     let normalized: String = line.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -148,6 +301,24 @@ mod tests {
                 "# comment\nnet.ipv4.ip_forward = 1\n  vm.swappiness=10\n"
             )),
             json!({"net.ipv4.ip_forward": "1", "vm.swappiness": "10"})
+        );
+    }
+
+    #[test]
+    fn persist_edits_like_salt() {
+        assert_eq!(sanitize_value(" 4096  87380\t1 "), "\t4096\t87380\t1\t");
+        let text = "#\n# net.x = 1\nnet.x = 4096 1\nvm.y=2\n";
+        assert_eq!(
+            persist_edit(text, "net.x", "4096\t1"),
+            PersistEdit::AlreadyInFile
+        );
+        assert_eq!(
+            persist_edit(text, "net.x", "5"),
+            PersistEdit::Write("#\n# net.x = 1\nnet.x = 5\nvm.y=2\n".into())
+        );
+        assert_eq!(
+            persist_edit(text, "kernel.z", "1"),
+            PersistEdit::Write(format!("{text}kernel.z = 1\n"))
         );
     }
 

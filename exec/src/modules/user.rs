@@ -1,5 +1,6 @@
 //! Salt's `user` module (`useradd`): accounts read from the passwd database (`/etc/passwd`
-//! under `root`, or the system's), changed with `useradd`, `usermod` and `userdel`.
+//! under `root`, or the system's), changed with `useradd`, `usermod` and `userdel`; the
+//! `ch*` functions change one attribute and answer whether it now has the value asked for.
 
 use std::path::{Path, PathBuf};
 
@@ -57,6 +58,55 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     Function::new("user.list_users", handler!(list_users))
         .params(&[ROOT])
         .doc(LIST_USERS_DOC),
+    Function::new("user.list_groups", handler!(list_groups))
+        .params(&[Param::req("name")])
+        .doc(LIST_GROUPS_DOC),
+    Function::new("user.primary_group", handler!(primary_group))
+        .params(&[Param::req("name")])
+        .doc(PRIMARY_GROUP_DOC),
+    Function::new("user.chuid", handler!(chuid))
+        .params(&[Param::req("name"), Param::req("uid"), ROOT])
+        .doc(CHUID_DOC),
+    Function::new("user.chgid", handler!(chgid))
+        .params(&[Param::req("name"), Param::req("gid"), ROOT])
+        .doc(CHGID_DOC),
+    Function::new("user.chshell", handler!(chshell))
+        .params(&[Param::req("name"), Param::req("shell"), ROOT])
+        .doc(CHSHELL_DOC),
+    Function::new("user.chhome", handler!(chhome))
+        .params(&[
+            Param::req("name"),
+            Param::req("home"),
+            Param::opt("persist", Lit::Bool(false)),
+            ROOT,
+        ])
+        .doc(CHHOME_DOC),
+    Function::new("user.chgroups", handler!(chgroups))
+        .params(&[
+            Param::req("name"),
+            Param::req("groups"),
+            Param::opt("append", Lit::Bool(false)),
+            ROOT,
+        ])
+        .doc(CHGROUPS_DOC),
+    Function::new("user.chfullname", handler!(chfullname))
+        .params(&[Param::req("name"), Param::req("fullname"), ROOT])
+        .doc(CHFULLNAME_DOC),
+    Function::new("user.chroomnumber", handler!(chroomnumber))
+        .params(&[Param::req("name"), Param::req("roomnumber"), ROOT])
+        .doc(CHROOMNUMBER_DOC),
+    Function::new("user.chworkphone", handler!(chworkphone))
+        .params(&[Param::req("name"), Param::req("workphone"), ROOT])
+        .doc(CHWORKPHONE_DOC),
+    Function::new("user.chhomephone", handler!(chhomephone))
+        .params(&[Param::req("name"), Param::req("homephone"), ROOT])
+        .doc(CHHOMEPHONE_DOC),
+    Function::new("user.chother", handler!(chother))
+        .params(&[Param::req("name"), Param::req("other"), ROOT])
+        .doc(CHOTHER_DOC),
+    Function::new("user.rename", handler!(rename))
+        .params(&[Param::req("name"), Param::req("new_name"), ROOT])
+        .doc(RENAME_DOC),
 ];
 
 /// One `/etc/passwd` entry.
@@ -149,11 +199,15 @@ CLI Example:
 ";
 
 async fn info(call: Call) -> Result<Value, ExecError> {
-    let name = python::str(call.arg("name"));
-    Ok(passwd_db(&call)
+    Ok(user_info(&call, &python::str(call.arg("name"))))
+}
+
+/// The account named `name` as `user.info` answers it (`{}` when there is none).
+pub(crate) fn user_info(call: &Call, name: &str) -> Value {
+    passwd_db(call)
         .iter()
         .find(|u| u.name == name)
-        .map_or_else(|| json!({}), |u| format_info(u, group_list(u))))
+        .map_or_else(|| json!({}), |u| format_info(u, group_list(u)))
 }
 
 const LIST_USERS_DOC: &str = "Return the names of all users, sorted
@@ -188,25 +242,52 @@ async fn getent(call: Call) -> Result<Value, ExecError> {
         .collect())
 }
 
-/// The command-line flags `useradd` gets for `add`'s arguments, as Salt builds them.
+/// Whether `/etc/login.defs` says `USERGROUPS_ENAB yes` (the first line that names it).
+fn usergroups_enabled() -> bool {
+    std::fs::read_to_string("/etc/login.defs")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.get(..15).unwrap_or(l).contains("USERGROUPS_ENAB"))
+        .is_some_and(|l| l.contains("yes"))
+}
+
+/// The group names a `groups` argument gives: a list, or a comma-separated string.
+pub(crate) fn group_names(v: &Value) -> Vec<String> {
+    match v {
+        Value::Array(items) => items.iter().map(python::str).collect(),
+        Value::Null => Vec::new(),
+        other => python::str(other).split(',').map(str::to_owned).collect(),
+    }
+}
+
+/// The command line `useradd` gets for `add`'s arguments, as Salt builds it.
 fn useradd_argv(call: &Call, name: &str) -> Vec<String> {
     let local = truthy(call.arg("local"));
     let mut cmd = vec![if local { "luseradd" } else { "useradd" }.to_owned()];
-    let arg = |n: &str| {
+    let given = |n: &str| {
         call.opt_arg(n)
             .filter(|v| v.as_str() != Some(""))
             .map(python::str)
     };
-    if let Some(shell) = arg("shell") {
-        cmd.extend(["-s".into(), shell]);
+    if let Some(shell) = call.opt_arg("shell").filter(|v| truthy(v)) {
+        cmd.extend(["-s".into(), python::str(shell)]);
     }
-    if let Some(uid) = arg("uid") {
+    if let Some(uid) = given("uid") {
         cmd.extend(["-u".into(), uid]);
     }
-    if let Some(gid) = arg("gid") {
+    let groups = call.opt_arg("groups").map(group_names);
+    if let Some(gid) = given("gid") {
         cmd.extend(["-g".into(), gid]);
-    } else if call.opt_arg("usergroup").is_some_and(truthy) && !local {
-        cmd.push("-U".into());
+    } else if call.opt_arg("usergroup").is_some_and(truthy) {
+        if !local {
+            cmd.push("-U".into());
+        }
+    } else if groups.as_ref().is_some_and(|g| g.iter().any(|g| g == name)) && usergroups_enabled() {
+        let gid = nix::unistd::Group::from_name(name)
+            .ok()
+            .flatten()
+            .map_or_else(String::new, |g| g.gid.to_string());
+        cmd.extend(["-g".into(), gid]);
     }
     if call.arg("usergroup") == &Value::Bool(false) {
         cmd.push(if local { "-n" } else { "-N" }.into());
@@ -221,8 +302,8 @@ fn useradd_argv(call: &Call, name: &str) -> Vec<String> {
     if truthy(call.arg("nologinit")) {
         cmd.push("-l".into());
     }
-    if let Some(home) = arg("home") {
-        cmd.extend(["-d".into(), home]);
+    if let Some(home) = call.opt_arg("home") {
+        cmd.extend(["-d".into(), python::str(home)]);
     }
     if !truthy(call.arg("unique")) {
         cmd.push("-o".into());
@@ -231,7 +312,7 @@ fn useradd_argv(call: &Call, name: &str) -> Vec<String> {
         cmd.push("-r".into());
     }
     cmd.push(name.to_owned());
-    if let Some(root) = arg("root").filter(|_| !local) {
+    if let Some(root) = call.opt_arg("root").map(python::str).filter(|_| !local) {
         cmd.extend(["-R".into(), root]);
     }
     cmd
@@ -256,28 +337,373 @@ async fn add(call: Call) -> Result<Value, ExecError> {
     if run_cmd(&call, &refs).await?.code != 0 {
         return Ok(Value::Bool(false));
     }
-    let groups: Vec<String> = match call.opt_arg("groups") {
-        Some(Value::Array(items)) => items.iter().map(python::str).collect(),
-        Some(v) => python::str(v)
-            .split(',')
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
-            .collect(),
-        None => Vec::new(),
-    };
-    if !groups.is_empty() {
-        let list = groups.join(",");
-        run_cmd(&call, &["usermod", "-G", &list, &name]).await?;
+    // The user exists now: as in Salt, what follows cannot make the answer False (a later run
+    // sees what is still to change).
+    let root = call.opt_arg("root").map(python::str);
+    if let Some(groups) = call.opt_arg("groups").filter(|g| truthy(g)) {
+        set_groups(&call, &name, &group_names(groups), false, root.as_deref()).await?;
     }
-    let gecos: Vec<String> = ["fullname", "roomnumber", "workphone", "homephone", "other"]
-        .iter()
-        .map(|f| python::str(call.arg(f)))
-        .collect();
-    if gecos.iter().any(|g| !g.is_empty()) {
-        let text = gecos.join(",");
-        run_cmd(&call, &["usermod", "-c", text.trim_end_matches(','), &name]).await?;
+    for field in GECOS {
+        if let Some(v) = call.opt_arg(field).filter(|v| truthy(v)) {
+            update_gecos(&call, &name, field, v, root.as_deref()).await?;
+        }
     }
     Ok(Value::Bool(true))
+}
+
+/// The gecos fields, in their order in the passwd entry.
+const GECOS: [&str; 5] = ["fullname", "roomnumber", "workphone", "homephone", "other"];
+
+/// A call's `root`, for the helpers shared by several functions.
+fn root_of(call: &Call) -> Option<String> {
+    call.opt_arg("root").map(python::str)
+}
+
+/// The account in `<root>/etc/passwd` (or `/etc/passwd`).
+fn lookup_at(root: Option<&str>, name: &str) -> Option<Passwd> {
+    let path = Path::new(root.unwrap_or("/")).join("etc/passwd");
+    parse_passwd(&std::fs::read_to_string(path).unwrap_or_default())
+        .into_iter()
+        .find(|u| u.name == name)
+}
+
+/// `user.info` under `root`.
+pub(crate) fn info_at(root: Option<&str>, name: &str) -> Value {
+    lookup_at(root, name).map_or_else(|| json!({}), |u| format_info(&u, group_list(&u)))
+}
+
+/// Salt's `_chattrib`: `usermod PARAM VALUE NAME` unless the attribute already has the value;
+/// whether it has it afterwards. A missing user is an error.
+async fn chattrib(
+    call: &Call,
+    key: &str,
+    value: &Value,
+    param: &str,
+    persist: bool,
+) -> Result<Value, ExecError> {
+    let name = python::str(call.arg("name"));
+    let root = root_of(call);
+    let before = info_at(root.as_deref(), &name);
+    if before.as_object().is_none_or(|m| m.is_empty()) {
+        return Err(ExecError::execution(format!(
+            "User '{name}' does not exist"
+        )));
+    }
+    if &before[key] == value {
+        return Ok(Value::Bool(true));
+    }
+    let mut argv: Vec<String> = vec!["usermod".into()];
+    if let Some(root) = &root {
+        argv.extend(["-R".into(), root.clone()]);
+    }
+    if persist {
+        argv.push("-m".into());
+    }
+    argv.extend([param.into(), python::str(value), name.clone()]);
+    let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+    run_cmd(call, &refs).await?;
+    Ok(Value::Bool(
+        info_at(root.as_deref(), &name).get(key) == Some(value),
+    ))
+}
+
+/// Salt's `_update_gecos`: one gecos field set with `usermod -c`; whether it has the value
+/// afterwards, `False` for a missing user.
+async fn update_gecos(
+    call: &Call,
+    name: &str,
+    key: &str,
+    value: &Value,
+    root: Option<&str>,
+) -> Result<bool, ExecError> {
+    let value = match value {
+        Value::Null => String::new(),
+        v => python::str(v),
+    };
+    let Some(user) = lookup_at(root, name) else {
+        return Ok(false);
+    };
+    let mut fields: Vec<String> = user.gecos.splitn(5, ',').map(str::to_owned).collect();
+    fields.resize(5, String::new());
+    let idx = GECOS.iter().position(|f| *f == key).unwrap_or(0);
+    if fields[idx] == value {
+        return Ok(true);
+    }
+    fields[idx] = value.clone();
+    let gecos = fields.join(",").trim_end_matches(',').to_owned();
+    let mut argv: Vec<String> = vec!["usermod".into()];
+    if let Some(root) = root {
+        argv.extend(["-R".into(), root.to_owned()]);
+    }
+    argv.extend(["-c".into(), gecos, name.to_owned()]);
+    let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+    run_cmd(call, &refs).await?;
+    let after = lookup_at(root, name).map(|u| {
+        let mut f: Vec<String> = u.gecos.splitn(5, ',').map(str::to_owned).collect();
+        f.resize(5, String::new());
+        f[idx].clone()
+    });
+    Ok(after.as_deref() == Some(value.as_str()))
+}
+
+/// Salt's `chgroups`: the supplementary groups set (or appended to) with `usermod -G`, with
+/// `gpasswd -a` as the fallback when usermod cannot find a group in the local files.
+async fn set_groups(
+    call: &Call,
+    name: &str,
+    groups: &[String],
+    append: bool,
+    root: Option<&str>,
+) -> Result<bool, ExecError> {
+    let current: std::collections::BTreeSet<String> = lookup_at(None, name)
+        .map(|u| group_list(&u))
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    let wanted: std::collections::BTreeSet<String> = groups.iter().cloned().collect();
+    if current == wanted {
+        return Ok(true);
+    }
+    let mut argv: Vec<String> = vec!["usermod".into()];
+    if append {
+        argv.push("-a".into());
+    }
+    argv.extend(["-G".into(), groups.join(","), name.to_owned()]);
+    if let Some(root) = root {
+        argv.extend(["-R".into(), root.to_owned()]);
+    }
+    let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let out = run_cmd(call, &refs).await?;
+    if out.code != 0 && out.stderr.contains("not found in") {
+        let mut ok = true;
+        for group in groups {
+            if run_cmd(call, &["gpasswd", "-a", name, group]).await?.code != 0 {
+                ok = false;
+            }
+        }
+        return Ok(ok);
+    }
+    Ok(out.code == 0)
+}
+
+const LIST_GROUPS_DOC: &str = "Return the names of the groups a user is in (its primary group
+included), sorted
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' user.list_groups foo
+";
+
+async fn list_groups(call: Call) -> Result<Value, ExecError> {
+    let name = python::str(call.arg("name"));
+    Ok(json!(
+        lookup_at(None, &name)
+            .map(|u| group_list(&u))
+            .unwrap_or_default()
+    ))
+}
+
+const PRIMARY_GROUP_DOC: &str = "Return the name of a user's primary group (``id -g -n``)
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' user.primary_group saltadmin
+";
+
+async fn primary_group(call: Call) -> Result<Value, ExecError> {
+    let name = python::str(call.arg("name"));
+    let out = run_cmd(&call, &["id", "-g", "-n", &name]).await?;
+    let text = if out.code == 0 {
+        out.stdout
+    } else {
+        out.stderr
+    };
+    Ok(json!(text.trim_end_matches('\n')))
+}
+
+const CHUID_DOC: &str = "Change a user's uid (``usermod -u``): ``True`` when it has that uid
+afterwards
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' user.chuid foo 4376
+";
+
+async fn chuid(call: Call) -> Result<Value, ExecError> {
+    let uid = call.arg("uid").clone();
+    chattrib(&call, "uid", &uid, "-u", false).await
+}
+
+const CHGID_DOC: &str = "Change a user's primary group (``usermod -g``): ``True`` when it has
+that gid afterwards
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' user.chgid foo 4376
+";
+
+async fn chgid(call: Call) -> Result<Value, ExecError> {
+    let gid = call.arg("gid").clone();
+    chattrib(&call, "gid", &gid, "-g", false).await
+}
+
+const CHSHELL_DOC: &str = "Change a user's login shell (``usermod -s``)
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' user.chshell foo /bin/zsh
+";
+
+async fn chshell(call: Call) -> Result<Value, ExecError> {
+    let shell = call.arg("shell").clone();
+    chattrib(&call, "shell", &shell, "-s", false).await
+}
+
+const CHHOME_DOC: &str = "Change a user's home directory (``usermod -d``); ``persist=True``
+moves the old home's contents there (``-m``)
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' user.chhome foo /home/users/foo True
+";
+
+async fn chhome(call: Call) -> Result<Value, ExecError> {
+    let home = call.arg("home").clone();
+    let persist = truthy(call.arg("persist"));
+    chattrib(&call, "home", &home, "-d", persist).await
+}
+
+const CHGROUPS_DOC: &str = "Set the groups a user is in (``usermod -G``), or add to them with
+``append=True``; ``groups`` is a list or comma-separated names
+
+CLI Examples:
+
+.. code-block:: bash
+
+    salt '*' user.chgroups foo wheel,root
+    salt '*' user.chgroups foo wheel,root append=True
+";
+
+async fn chgroups(call: Call) -> Result<Value, ExecError> {
+    let name = python::str(call.arg("name"));
+    let groups = group_names(call.arg("groups"));
+    let root = root_of(&call);
+    Ok(Value::Bool(
+        set_groups(
+            &call,
+            &name,
+            &groups,
+            truthy(call.arg("append")),
+            root.as_deref(),
+        )
+        .await?,
+    ))
+}
+
+async fn gecos_fn(call: Call, field: &str) -> Result<Value, ExecError> {
+    let name = python::str(call.arg("name"));
+    let root = root_of(&call);
+    let value = call.arg(field).clone();
+    Ok(Value::Bool(
+        update_gecos(&call, &name, field, &value, root.as_deref()).await?,
+    ))
+}
+
+const CHFULLNAME_DOC: &str = "Change a user's full name (the first gecos field)
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' user.chfullname foo \"Foo Bar\"
+";
+
+async fn chfullname(call: Call) -> Result<Value, ExecError> {
+    gecos_fn(call, "fullname").await
+}
+
+const CHROOMNUMBER_DOC: &str = "Change a user's room number (the second gecos field)
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' user.chroomnumber foo 123
+";
+
+async fn chroomnumber(call: Call) -> Result<Value, ExecError> {
+    gecos_fn(call, "roomnumber").await
+}
+
+const CHWORKPHONE_DOC: &str = "Change a user's work phone (the third gecos field)
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' user.chworkphone foo 7735550123
+";
+
+async fn chworkphone(call: Call) -> Result<Value, ExecError> {
+    gecos_fn(call, "workphone").await
+}
+
+const CHHOMEPHONE_DOC: &str = "Change a user's home phone (the fourth gecos field)
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' user.chhomephone foo 7735551234
+";
+
+async fn chhomephone(call: Call) -> Result<Value, ExecError> {
+    gecos_fn(call, "homephone").await
+}
+
+const CHOTHER_DOC: &str = "Change a user's other gecos field (the fifth and the rest)
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' user.chother foobar
+";
+
+async fn chother(call: Call) -> Result<Value, ExecError> {
+    gecos_fn(call, "other").await
+}
+
+const RENAME_DOC: &str = "Change a user's login name (``usermod -l``)
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' user.rename name new_name
+";
+
+async fn rename(call: Call) -> Result<Value, ExecError> {
+    let new_name = python::str(call.arg("new_name"));
+    let root = root_of(&call);
+    if lookup_at(root.as_deref(), &new_name).is_some() {
+        return Err(ExecError::execution(format!(
+            "User '{new_name}' already exists"
+        )));
+    }
+    chattrib(&call, "name", &json!(new_name), "-l", false).await
 }
 
 const DELETE_DOC: &str = "Remove a user (``userdel``); ``remove=True`` removes the home

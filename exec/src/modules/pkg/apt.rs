@@ -96,7 +96,7 @@ async fn run(call: &Call, argv: &[&str]) -> Result<Output, ExecError> {
 }
 
 /// Debian's version order (`dpkg --compare-versions`): epoch, upstream version, revision.
-pub(crate) fn compare_versions(a: &str, b: &str) -> Ordering {
+pub fn compare_versions(a: &str, b: &str) -> Ordering {
     let split = |v: &str| {
         let (epoch, rest) = v
             .split_once(':')
@@ -300,13 +300,15 @@ pub(super) async fn upgradable(call: &Call, dist_upgrade: bool) -> Result<Value,
     Ok(parse_just_print(&out.stdout))
 }
 
+/// `apt-get install` of these packages (`name` or `name=version`) and package files.
 pub(super) async fn install(
     call: &Call,
     targets: &[(String, Option<String>)],
+    files: &[String],
 ) -> Result<Output, ExecError> {
     let mut argv: Vec<String> = ["apt-get", "-q", "-y"].map(String::from).to_vec();
     argv.extend(CONF_OPTS.iter().map(|s| (*s).to_owned()));
-    if let Some(repo) = call.opt_arg("fromrepo") {
+    if let Some(repo) = call.opt_arg("fromrepo").filter(|_| files.is_empty()) {
         argv.extend(["-t".to_owned(), python::str(repo)]);
     }
     if saltq_semantics::python::is_true(call.arg("reinstall")) {
@@ -319,6 +321,7 @@ pub(super) async fn install(
         argv.push("--allow-unauthenticated".into());
     }
     argv.push("install".into());
+    argv.extend(files.iter().cloned());
     argv.extend(targets.iter().map(|(n, v)| match v {
         Some(v) => format!("{n}={v}"),
         None => n.clone(),
@@ -351,6 +354,165 @@ pub(super) async fn upgrade(call: &Call, dist_upgrade: bool) -> Result<Output, E
         "upgrade"
     });
     run(call, &argv).await
+}
+
+/// `dpkg --get-selections` output as `{state: [package, ...]}`, in the output's order.
+pub(crate) fn parse_selections(out: &str) -> Map<String, Value> {
+    let mut ret = Map::new();
+    for line in out.lines() {
+        let mut cols = line.split_whitespace();
+        let (Some(pkg), Some(state)) = (cols.next(), cols.next()) else {
+            continue;
+        };
+        if let Value::Array(list) = ret
+            .entry(state.to_owned())
+            .or_insert_with(|| Value::Array(Vec::new()))
+        {
+            list.push(json!(pkg));
+        }
+    }
+    ret
+}
+
+/// `dpkg --get-selections PATTERN` (every package without a pattern).
+pub(super) async fn get_selections(
+    call: &Call,
+    pattern: Option<&str>,
+) -> Result<Map<String, Value>, ExecError> {
+    let out = run(call, &["dpkg", "--get-selections", pattern.unwrap_or("*")]).await?;
+    Ok(parse_selections(&out.stdout))
+}
+
+/// The selection states dpkg knows (`dpkg(1)`).
+pub(crate) const SELECTION_STATES: &[&str] = &["install", "hold", "deinstall", "purge"];
+
+/// Salt's `set_selections`: sets each package's selection (`dpkg --set-selections`) unless
+/// it already has it; `{package: {old, new}}` for each one set. In test mode nothing is run.
+pub(super) async fn set_selections(
+    call: &Call,
+    selection: &Map<String, Value>,
+    test: bool,
+) -> Result<Map<String, Value>, ExecError> {
+    let bad: Vec<&str> = selection
+        .keys()
+        .map(String::as_str)
+        .filter(|s| !SELECTION_STATES.contains(s))
+        .collect();
+    if !bad.is_empty() {
+        return Err(ExecError::invocation(format!(
+            "Invalid state(s): {}",
+            bad.join(", ")
+        )));
+    }
+    let mut current: Map<String, Value> = Map::new();
+    for (state, pkgs) in get_selections(call, None).await? {
+        for p in pkgs.as_array().into_iter().flatten() {
+            current.insert(python::str(p), json!(state));
+        }
+    }
+    let mut ret = Map::new();
+    for (state, pkgs) in selection {
+        let pkgs: Vec<String> = match pkgs {
+            Value::Array(a) => a.iter().map(python::str).collect(),
+            other => vec![python::str(other)],
+        };
+        for pkg in pkgs {
+            if current.get(&pkg).and_then(Value::as_str) == Some(state.as_str()) || test {
+                continue;
+            }
+            let line = format!("{pkg} {state}");
+            let out = run_cmd_env(
+                call,
+                &["dpkg", "--set-selections"],
+                Some(line.as_bytes()),
+                APT_ENV,
+            )
+            .await?;
+            // Salt logs a failure and leaves the package out of its answer.
+            if out.code == 0 {
+                let old = current.get(&pkg).cloned().unwrap_or(Value::Null);
+                ret.insert(pkg, json!({"old": old, "new": state}));
+            }
+        }
+    }
+    Ok(ret)
+}
+
+/// One package's entry of `hold`/`unhold`, as Salt's aptpkg builds it.
+fn hold_entry(target: &str) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("name".into(), json!(target));
+    m.insert("changes".into(), json!({}));
+    m.insert("result".into(), json!(false));
+    m.insert("comment".into(), json!(""));
+    m
+}
+
+/// Salt's aptpkg `hold` (`hold: true`) and `unhold` for each target:
+/// `{target: {name, changes, result, comment}}`.
+pub(super) async fn hold(
+    call: &Call,
+    targets: &[String],
+    on: bool,
+    test: bool,
+) -> Result<Map<String, Value>, ExecError> {
+    let mut ret = Map::new();
+    for target in targets {
+        let mut entry = hold_entry(target);
+        let sel = get_selections(call, Some(target)).await?;
+        let held = sel
+            .get("hold")
+            .is_some_and(|v| v.as_array().is_some_and(|a| !a.is_empty()));
+        let set = |v: Value| (if on { "hold" } else { "install" }, v);
+        if !on && sel.is_empty() {
+            entry.insert(
+                "comment".into(),
+                json!(format!("Package {target} does not have a state.")),
+            );
+        } else if held == on {
+            entry.insert("result".into(), json!(true));
+            entry.insert(
+                "comment".into(),
+                json!(if on {
+                    format!("Package {target} is already set to be held.")
+                } else {
+                    format!("Package {target} is already set not to be held.")
+                }),
+            );
+        } else if test {
+            entry.insert("result".into(), Value::Null);
+            entry.insert(
+                "comment".into(),
+                json!(if on {
+                    format!("Package {target} is set to be held.")
+                } else {
+                    format!("Package {target} is set not to be held.")
+                }),
+            );
+        } else {
+            let (state, pkgs) = set(json!([target]));
+            let mut selection = Map::new();
+            selection.insert(state.to_owned(), pkgs);
+            let changed = set_selections(call, &selection, false).await?;
+            let Some(change) = changed.get(target) else {
+                return Err(ExecError::execution(format!(
+                    "dpkg --set-selections could not set package {target} to {state}"
+                )));
+            };
+            entry.insert("changes".into(), change.clone());
+            entry.insert("result".into(), json!(true));
+            entry.insert(
+                "comment".into(),
+                json!(if on {
+                    format!("Package {target} is now being held.")
+                } else {
+                    format!("Package {target} is no longer being held.")
+                }),
+            );
+        }
+        ret.insert(target.clone(), Value::Object(entry));
+    }
+    Ok(ret)
 }
 
 #[cfg(test)]

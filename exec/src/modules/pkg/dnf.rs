@@ -133,9 +133,11 @@ pub(super) async fn upgradable(call: &Call) -> Result<Value, ExecError> {
     Ok(Value::Object(parse_list(&out.stdout)))
 }
 
+/// `dnf install` of these packages (`name` or `name-version`) and package files.
 pub(super) async fn install(
     call: &Call,
     targets: &[(String, Option<String>)],
+    files: &[String],
 ) -> Result<Output, ExecError> {
     let mut argv: Vec<String> = vec![dnf().to_owned(), "-y".into()];
     if let Some(repo) = call.opt_arg("fromrepo") {
@@ -152,6 +154,7 @@ pub(super) async fn install(
         }
         .into(),
     );
+    argv.extend(files.iter().cloned());
     argv.extend(targets.iter().map(|(n, v)| match v {
         Some(v) => format!("{n}-{v}"),
         None => n.clone(),
@@ -168,6 +171,165 @@ pub(super) async fn remove(call: &Call, names: &[String]) -> Result<Output, Exec
 
 pub(super) async fn upgrade(call: &Call) -> Result<Output, ExecError> {
     run_cmd(call, &[dnf(), "-y", "upgrade"]).await
+}
+
+/// Salt's default `pattern` of `pkg.list_holds`: a package name.
+pub(crate) const HOLD_PATTERN: &str = r"[\w+]+(?:[.-][^-]+)*";
+
+/// Salt's `_get_hold` for dnf: the lock in a `dnf versionlock list` line
+/// (`vim-enhanced-2:7.4.827-1.fc22.*`), or only the package name with `full=false`.
+pub(crate) fn parse_hold(line: &str, pattern: &str, full: bool) -> Option<String> {
+    let re = regex::Regex::new(&format!("({pattern}-\\S+)")).ok()?;
+    let lock = re.captures(line)?.get(1)?.as_str().to_owned();
+    if full {
+        return Some(lock);
+    }
+    let without_arch = lock.rsplit_once('.').map_or(lock.as_str(), |(a, _)| a);
+    let without_release = without_arch
+        .rsplit_once('-')
+        .map_or(without_arch, |(a, _)| a);
+    Some(
+        without_release
+            .rsplit_once('-')
+            .map_or(without_release, |(a, _)| a)
+            .to_owned(),
+    )
+}
+
+/// Salt's `_versionlock_pkg`: the package that brings dnf's versionlock plugin.
+pub(crate) fn versionlock_pkg(os: &str, osrelease: &str, osmajorrelease: &str) -> &'static str {
+    let num = |s: &str| {
+        s.split('.')
+            .next()
+            .and_then(|n| n.parse::<u32>().ok())
+            .unwrap_or(0)
+    };
+    if os.eq_ignore_ascii_case("fedora") {
+        if num(osrelease) >= 26 {
+            "python3-dnf-plugin-versionlock"
+        } else {
+            "python3-dnf-plugins-extras-versionlock"
+        }
+    } else if num(osmajorrelease) >= 8 {
+        "python3-dnf-plugin-versionlock"
+    } else {
+        "python2-dnf-plugin-versionlock"
+    }
+}
+
+/// Fails unless the versionlock plugin is installed, as Salt's `_check_versionlock`.
+async fn check_versionlock(call: &Call) -> Result<(), ExecError> {
+    let grain = |k: &str| {
+        call.ctx
+            .grains()
+            .get(k)
+            .map(python::str)
+            .unwrap_or_default()
+    };
+    let plugin = versionlock_pkg(&grain("os"), &grain("osrelease"), &grain("osmajorrelease"));
+    if list(call).await?.contains_key(plugin) {
+        Ok(())
+    } else {
+        Err(ExecError::invocation(format!(
+            "Cannot proceed, {plugin} is not installed."
+        )))
+    }
+}
+
+/// `dnf versionlock list` as locks (`full`) or package names.
+pub(super) async fn list_holds(
+    call: &Call,
+    pattern: &str,
+    full: bool,
+) -> Result<Vec<String>, ExecError> {
+    check_versionlock(call).await?;
+    let out = run_cmd(call, &[dnf(), "versionlock", "list"]).await?;
+    Ok(out
+        .stdout
+        .lines()
+        .filter_map(|l| parse_hold(l, pattern, full))
+        .collect())
+}
+
+/// The command that adds (`on`) or deletes versionlocks.
+pub(crate) fn versionlock_argv(dnf: &str, on: bool, targets: &[String]) -> Vec<String> {
+    let mut argv = vec![dnf.to_owned(), "versionlock".to_owned()];
+    if !on {
+        argv.push("delete".to_owned());
+    }
+    argv.extend(targets.iter().cloned());
+    argv
+}
+
+/// Salt's yumpkg `hold` (`on`) and `unhold` with dnf: `{target: {name, changes, result,
+/// comment}}`.
+pub(super) async fn hold(
+    call: &Call,
+    targets: &[String],
+    on: bool,
+    test: bool,
+) -> Result<Map<String, Value>, ExecError> {
+    let locks = list_holds(call, HOLD_PATTERN, false).await?;
+    let mut ret = Map::new();
+    for target in targets {
+        let locked = locks.contains(target);
+        let (result, comment, changes) = if locked != on {
+            (
+                Some(true),
+                if on {
+                    format!("Package {target} is already set to be held.")
+                } else {
+                    format!("Package {target} is not being held.")
+                },
+                json!({}),
+            )
+        } else if test {
+            (
+                None,
+                if on {
+                    format!("Package {target} is set to be held.")
+                } else {
+                    format!("Package {target} is set to be unheld.")
+                },
+                json!({}),
+            )
+        } else {
+            let argv = versionlock_argv(dnf(), on, std::slice::from_ref(target));
+            let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+            if run_cmd(call, &refs).await?.code == 0 {
+                if on {
+                    (
+                        Some(true),
+                        format!("Package {target} is now being held."),
+                        json!({"new": "hold", "old": ""}),
+                    )
+                } else {
+                    (
+                        Some(true),
+                        format!("Package {target} is no longer held."),
+                        json!({"new": "", "old": "hold"}),
+                    )
+                }
+            } else if on {
+                (
+                    Some(false),
+                    format!("Package {target} was unable to be held."),
+                    json!({}),
+                )
+            } else {
+                (
+                    Some(false),
+                    format!("Package {target} was unable to be unheld."),
+                    json!({}),
+                )
+            }
+        };
+        ret.insert(
+            target.clone(),
+            json!({"name": target, "changes": changes, "result": result, "comment": comment}),
+        );
+    }
+    Ok(ret)
 }
 
 #[cfg(test)]
@@ -197,6 +359,51 @@ mod tests {
         assert_eq!(
             Value::Object(parse_list(list)),
             json!({"bash": "5.1.8-9.el9", "kernel": "5.14.0-427.el9"})
+        );
+    }
+
+    /// `dnf versionlock list` lines in the format dnf 4's plugin prints them (written by hand:
+    /// dnf is not on this host), read as Salt's `_get_hold` reads them.
+    #[test]
+    fn versionlock_list_and_commands() {
+        let out = "Last metadata expiration check: 0:12:03 ago on Tue 26 Nov 2024 10:01:02 AM UTC.\n\
+                   vim-enhanced-2:8.2.2637-20.el9_1.*\n\
+                   python3-dnf-plugin-versionlock-0:4.3.0-13.el9.*\n";
+        let full: Vec<String> = out
+            .lines()
+            .filter_map(|l| parse_hold(l, HOLD_PATTERN, true))
+            .collect();
+        assert_eq!(
+            full,
+            [
+                "vim-enhanced-2:8.2.2637-20.el9_1.*",
+                "python3-dnf-plugin-versionlock-0:4.3.0-13.el9.*"
+            ]
+        );
+        let names: Vec<String> = out
+            .lines()
+            .filter_map(|l| parse_hold(l, HOLD_PATTERN, false))
+            .collect();
+        assert_eq!(names, ["vim-enhanced", "python3-dnf-plugin-versionlock"]);
+        assert_eq!(
+            versionlock_argv("dnf", true, &["hello".into()]),
+            ["dnf", "versionlock", "hello"]
+        );
+        assert_eq!(
+            versionlock_argv("dnf", false, &["hello".into(), "sl".into()]),
+            ["dnf", "versionlock", "delete", "hello", "sl"]
+        );
+        assert_eq!(
+            versionlock_pkg("Rocky", "9.4", "9"),
+            "python3-dnf-plugin-versionlock"
+        );
+        assert_eq!(
+            versionlock_pkg("Fedora", "40", "40"),
+            "python3-dnf-plugin-versionlock"
+        );
+        assert_eq!(
+            versionlock_pkg("CentOS", "7.9", "7"),
+            "python2-dnf-plugin-versionlock"
         );
     }
 }
