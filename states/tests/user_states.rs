@@ -1,0 +1,20 @@
+//! `user.*` states replayed for real against Salt 3007.8's answers on this kind of host
+//! (`data/users/user.json`, recorded by `data/users/gen.py`): throwaway accounts with fixed
+//! names and ids (47xxx) are created, changed and removed in Salt's order, each step compared
+//! with what Salt answered. Needs root and the tools named below; skipped with a message
+//! otherwise.
+
+#[path = "accounts/mod.rs"]
+mod accounts;
+
+#[tokio::test]
+async fn user_states_match_salt() {
+    if let Some(why) = accounts::missing(&[
+        "useradd", "usermod", "userdel", "groupadd", "chpasswd", "chage", "passwd",
+    ]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let n = accounts::replay("user", &[]).await;
+    assert_eq!(n, 25);
+}
