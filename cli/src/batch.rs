@@ -39,6 +39,8 @@ struct Outcome {
     ret: Value,
     retcode: i32,
     no_return: bool,
+    /// The return's outputter (`highstate` for state functions), as salt's batch uses it.
+    out: String,
 }
 
 async fn run_one(ch: Channel, mut req: pb::PublishRequest, id: String, a: (f64, f64)) -> Outcome {
@@ -55,6 +57,7 @@ async fn run_one(ch: Channel, mut req: pb::PublishRequest, id: String, a: (f64, 
         ret: Value::Null,
         retcode: 1,
         no_return: true,
+        out: String::new(),
     };
     let Ok(stream) = client.run(run).await else {
         return outcome;
@@ -78,6 +81,7 @@ async fn run_one(ch: Channel, mut req: pb::PublishRequest, id: String, a: (f64, 
                     0
                 };
                 outcome.no_return = false;
+                outcome.out = r.out;
             }
             Some(Kind::NoReturn(n)) => {
                 let reason = pb::NoReturnReason::try_from(n.reason)
@@ -169,7 +173,7 @@ pub async fn run(ch: Channel, req: pb::PublishRequest, a: &JobArgs, printer: &mu
                 printer.print_no_return(&o.id, o.ret.as_str().unwrap_or("Minion did not return."));
             }
         } else {
-            printer.print(&json!({ o.id.clone(): o.ret }), None);
+            printer.print(&json!({ o.id.clone(): o.ret }), o.out.parse().ok());
         }
         if progress {
             eprint!(

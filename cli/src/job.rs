@@ -11,7 +11,7 @@ use tonic::Code;
 
 use crate::connect::ConnectArgs;
 use crate::exit;
-use crate::output::{OutputArgs, Printer};
+use crate::output::{OutputArgs, Printer, static_outputter};
 
 /// Salt's target-type flags; at most one may be given.
 #[derive(Debug, Clone, clap::Args)]
@@ -204,6 +204,17 @@ fn retcode_of(r: &pb::JobReturn, ret: &Value) -> i32 {
     0
 }
 
+/// The `exclude=` and `terse=` keyword arguments of a single-function job, which salt's
+/// highstate outputter reads from the command line for `--state-output filter` (a
+/// multi-function job's arguments are lists, where salt finds none).
+pub fn state_filter(a: &JobArgs) -> (Option<Value>, Option<Value>) {
+    if a.function.contains(',') {
+        return (None, None);
+    }
+    let (_, kwargs) = parse_input(&a.args);
+    (kwargs.get("exclude").cloned(), kwargs.get("terse").cloned())
+}
+
 /// Prints Salt's "no minions" message and returns exit code 2.
 pub fn no_minions(msg: &str) -> i32 {
     println!("{msg}");
@@ -225,6 +236,8 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &JobArgs) -> i32 {
         Ok(p) => p,
         Err(e) => return exit::usage(&format!("{e:#}")),
     };
+    let (exclude, terse) = state_filter(a);
+    printer.set_state_filter(exclude, terse);
     let ch = match crate::dial(conn).await {
         Ok(ch) => ch,
         Err(code) => return code,
@@ -298,7 +311,11 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &JobArgs) -> i32 {
                 if sys_doc || a.r#static {
                     collected.insert(r.id.clone(), ret);
                 } else {
-                    printer.print(&json!({ r.id.clone(): ret }), hint);
+                    printer.print_with_retcode(
+                        &json!({ r.id.clone(): ret }),
+                        hint,
+                        i64::from(r.retcode),
+                    );
                 }
             }
             Some(Kind::NoReturn(n)) => {
@@ -323,22 +340,14 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &JobArgs) -> i32 {
     }
     if a.r#static && !collected.is_empty() {
         let all: Map<String, Value> = collected.into_iter().collect();
-        printer.print(&Value::Object(all), None);
+        let out = static_outputter(printer.chosen(), &a.function);
+        printer.print(&Value::Object(all), Some(out));
     }
-    if retcodes.is_empty() {
-        eprintln!("ERROR: No return received");
-        return exit::NO_RETURN;
+    let (code, message) = exit::job_exit(&retcodes, a.r#static);
+    if let Some(message) = message {
+        eprintln!("{message}");
     }
-    // Salt runs --static through its batch code, which prints and exits 0 whatever the
-    // retcodes (salt/cli/salt.py); keep that.
-    if a.r#static {
-        return exit::OK;
-    }
-    if retcodes.iter().any(|c| *c != 0) {
-        eprintln!("ERROR: Minions returned with non-zero exit code");
-        return exit::GENERIC;
-    }
-    exit::OK
+    code
 }
 
 /// salt's `_print_docs`: each function's doc once, `fun:` then the doc then a blank line; with

@@ -8,6 +8,7 @@ use saltq_proto::v1::{
 };
 use saltq_semantics::args::parse_input;
 use saltq_semantics::jid::Jid;
+use saltq_semantics::output::Outputter;
 use saltq_transport::pki::{self, Ca, CertRole, IssueRequest};
 use saltq_transport::value;
 use serde_json::{Map, Value, json};
@@ -110,6 +111,15 @@ async fn run_runner_with(
     args: Vec<Value>,
     kwargs: Map<String, Value>,
 ) -> i32 {
+    if a.fun == "state.event" && !a.r#async {
+        return match EventWatch::bind(args, kwargs) {
+            Ok(w) => watch_state_events(conn, &w).await,
+            Err(e) => {
+                println!("Passed invalid arguments to state.event: {e}");
+                exit::GENERIC
+            }
+        };
+    }
     let mut printer = match with_printer(out).await {
         Ok(p) => p,
         Err(c) => return c,
@@ -156,10 +166,42 @@ async fn run_runner_with(
                 .as_ref()
                 .map(value::from_prost)
                 .unwrap_or(Value::Null);
-            printer.print(&ret, None);
-            if r.success { exit::OK } else { exit::GENERIC }
+            let (shown, hint) = runner_display(&ret);
+            printer.print(shown, hint);
+            runner_exit(&ret, r.success)
         }
         Err(s) => runner_status(&ch, &s, &mut printer),
+    }
+}
+
+/// What salt-run prints of a runner's return and with which outputter when no `--out` is
+/// given: a return naming its `outputter` (the orchestrate runner's `highstate`) is printed
+/// with it, and one of exactly `{data, outputter}` is printed as its `data`.
+fn runner_display(ret: &Value) -> (&Value, Option<Outputter>) {
+    let Value::Object(m) = ret else {
+        return (ret, None);
+    };
+    let hint = m
+        .get("outputter")
+        .and_then(Value::as_str)
+        .and_then(|o| o.parse().ok());
+    match (m.len(), m.get("data")) {
+        (2, Some(data)) if m.contains_key("outputter") => (data, hint),
+        _ => (ret, hint),
+    }
+}
+
+/// salt-run's exit status: a return's own `retcode` (the orchestrate runner's 0 or 1), or
+/// its `data`'s; otherwise 0 when the runner succeeded and 1 when it failed.
+fn runner_exit(ret: &Value, success: bool) -> i32 {
+    let code = ret
+        .get("retcode")
+        .or_else(|| ret.get("data").and_then(|d| d.get("retcode")))
+        .and_then(Value::as_i64);
+    match code {
+        Some(c) => i32::try_from(c).unwrap_or(exit::GENERIC),
+        None if success => exit::OK,
+        None => exit::GENERIC,
     }
 }
 
@@ -248,12 +290,8 @@ pub async fn events(conn: &ConnectArgs, a: &EventsArgs) -> i32 {
     tracing::info!(master = %ch.address(), "subscribed to the event bus");
     let mut seen = 0u64;
     let mut printer = match Printer::new(&OutputArgs {
-        out: None,
-        out_indent: None,
-        out_file: None,
-        out_file_append: false,
         no_color: true,
-        force_color: false,
+        ..OutputArgs::default()
     }) {
         Ok(p) => p,
         Err(e) => return exit::usage(&format!("{e:#}")),
@@ -275,6 +313,138 @@ pub async fn events(conn: &ConnectArgs, a: &EventsArgs) -> i32 {
             Err(s) => return crate::report_rpc_failure(&ch, &s),
         }
     }
+    exit::OK
+}
+
+/// `saltq run state.event [tagmatch] [count=N] [quiet=True] [pretty=True]`: as salt-run runs
+/// this runner in its own process, saltq watches the master's bus from the CLI and prints
+/// each event whose tag matches (a glob, else a regular expression of the whole tag) as
+/// `tag<TAB>json`, until `count` have matched (`-1`: forever).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventWatch {
+    /// The glob or regular expression.
+    pub tagmatch: String,
+    /// How many matches end the watch; negative for never.
+    pub count: i64,
+    /// Print nothing, only wait.
+    pub quiet: bool,
+    /// Indented JSON instead of one line.
+    pub pretty: bool,
+}
+
+impl EventWatch {
+    /// Binds the runner's arguments: `tagmatch, count, quiet, sock_dir, pretty, node`.
+    pub fn bind(args: Vec<Value>, mut kwargs: Map<String, Value>) -> Result<EventWatch, String> {
+        const PARAMS: [&str; 6] = ["tagmatch", "count", "quiet", "sock_dir", "pretty", "node"];
+        if args.len() > PARAMS.len() {
+            return Err(format!(
+                "event() takes from 0 to 6 positional arguments but {} were given",
+                args.len()
+            ));
+        }
+        for (name, v) in PARAMS.iter().zip(args) {
+            if kwargs.insert((*name).to_owned(), v).is_some() {
+                return Err(format!("event() got multiple values for argument '{name}'"));
+            }
+        }
+        if let Some(k) = kwargs.keys().find(|k| !PARAMS.contains(&k.as_str())) {
+            return Err(format!("event() got an unexpected keyword argument '{k}'"));
+        }
+        if kwargs
+            .get("node")
+            .is_some_and(|n| n.as_str() != Some("master"))
+        {
+            return Err("node must be 'master': saltq watches the master's event bus".into());
+        }
+        let count = match kwargs.get("count") {
+            None => -1,
+            Some(Value::Number(n)) => n
+                .as_i64()
+                .ok_or_else(|| format!("count must be an integer, got {n}"))?,
+            Some(other) => return Err(format!("count must be an integer, got {other}")),
+        };
+        let tagmatch = match kwargs.get("tagmatch") {
+            None => "*".to_owned(),
+            Some(Value::String(t)) => t.clone(),
+            Some(other) => saltq_semantics::python::str(other),
+        };
+        let flag = |k: &str| kwargs.get(k).is_some_and(saltq_semantics::python::truthy);
+        Ok(EventWatch {
+            tagmatch,
+            count,
+            quiet: flag("quiet"),
+            pretty: flag("pretty"),
+        })
+    }
+
+    /// Salt's `expr_match`: a glob, else a regular expression matching the whole tag.
+    pub fn matches(&self, tag: &str) -> bool {
+        saltq_semantics::python::fnmatch(tag, &self.tagmatch)
+            || regex::Regex::new(&format!(r"\A(?:{})\z", self.tagmatch))
+                .is_ok_and(|re| re.is_match(tag))
+    }
+
+    /// One printed line: the tag, a tab, the data as Python's `json.dumps` writes it (one
+    /// line, or indented by four with `pretty`).
+    pub fn line(&self, tag: &str, data: &Value) -> String {
+        let json = saltq_semantics::output::render(
+            Outputter::Json,
+            data,
+            &saltq_semantics::output::OutputOptions {
+                color: false,
+                indent: Some(if self.pretty { 4 } else { -1 }),
+            },
+        );
+        format!("{tag}\t{}\n", json.trim_end())
+    }
+}
+
+async fn watch_state_events(conn: &ConnectArgs, w: &EventWatch) -> i32 {
+    let ch = match crate::dial(conn).await {
+        Ok(ch) => ch,
+        Err(code) => return code,
+    };
+    let mut client = EventServiceClient::new(ch.clone()).max_decoding_message_size(usize::MAX);
+    let req = pb::StreamEventsRequest {
+        tag: String::new(),
+        r#match: pb::TagMatch::Glob as i32,
+    };
+    let mut stream = match client.stream_events(req).await {
+        Ok(s) => s.into_inner(),
+        Err(s) => return crate::report_rpc_failure(&ch, &s),
+    };
+    tracing::info!(master = %ch.address(), "subscribed to the event bus");
+    let mut printer = match Printer::new(&OutputArgs {
+        no_color: true,
+        ..OutputArgs::default()
+    }) {
+        Ok(p) => p,
+        Err(e) => return exit::usage(&format!("{e:#}")),
+    };
+    let mut left = w.count;
+    while left != 0 {
+        match stream.message().await {
+            Ok(Some(m)) => match m.kind {
+                Some(pb::stream_events_response::Kind::Event(e)) if w.matches(&e.tag) => {
+                    if !w.quiet {
+                        let data = Value::Object(value::opt_struct(e.data.as_ref()));
+                        printer.write(&w.line(&e.tag, &data));
+                    }
+                    if left > 0 {
+                        left -= 1;
+                    }
+                }
+                Some(pb::stream_events_response::Kind::Missed(n)) => {
+                    eprintln!("saltq: fell behind the event bus, {n} events missed");
+                }
+                _ => {}
+            },
+            Ok(None) => break,
+            Err(s) => return crate::report_rpc_failure(&ch, &s),
+        }
+    }
+    // The runner's return, None, as salt-run prints it.
+    printer.print(&Value::Null, None);
     exit::OK
 }
 
@@ -338,5 +508,54 @@ pub fn pki(conn: &ConnectArgs, cmd: &PkiCmd) -> i32 {
             eprintln!("saltq: cannot write the certificate: {e}");
             exit::CANTCREAT
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn orchestrate_returns_print_as_salt_run_prints_them() {
+        let orch = json!({"data": {"m_master": {}}, "outputter": "highstate", "retcode": 1});
+        let (shown, hint) = runner_display(&orch);
+        assert_eq!(shown, &orch);
+        assert_eq!(hint, Some(Outputter::Highstate));
+        assert_eq!(runner_exit(&orch, false), 1);
+        let wrapped = json!({"data": {"a": 1}, "outputter": "nested"});
+        assert_eq!(runner_display(&wrapped).0, &json!({"a": 1}));
+        assert_eq!(runner_display(&json!([1])).1, None);
+        assert_eq!(runner_exit(&json!({"data": {"retcode": 3}}), true), 3);
+        assert_eq!(runner_exit(&json!(true), true), 0);
+        assert_eq!(runner_exit(&json!("Exception occurred"), false), 1);
+    }
+
+    #[test]
+    fn state_event_binds_and_matches_as_salt() {
+        let w = EventWatch::bind(vec![json!("salt/job/*"), json!(2)], Map::new()).unwrap();
+        assert_eq!(
+            (w.tagmatch.as_str(), w.count, w.quiet, w.pretty),
+            ("salt/job/*", 2, false, false)
+        );
+        assert!(w.matches("salt/job/1/new"));
+        let mut k = Map::new();
+        k.insert("tagmatch".into(), json!(r"salt/run/\d+/ret"));
+        k.insert("pretty".into(), json!(true));
+        let w = EventWatch::bind(vec![], k).unwrap();
+        assert!(w.matches("salt/run/2026/ret"));
+        assert!(!w.matches("salt/run/2026/new"));
+        assert_eq!(w.line("t", &json!({"a": 1})), "t\t{\n    \"a\": 1\n}\n");
+        let w = EventWatch::bind(vec![], Map::new()).unwrap();
+        assert_eq!(w.count, -1);
+        assert_eq!(
+            w.line("t", &json!({"a": 1, "b": [1, 2]})),
+            "t\t{\"a\": 1, \"b\": [1, 2]}\n"
+        );
+        let mut k = Map::new();
+        k.insert("bogus".into(), json!(1));
+        assert_eq!(
+            EventWatch::bind(vec![], k).unwrap_err(),
+            "event() got an unexpected keyword argument 'bogus'"
+        );
     }
 }

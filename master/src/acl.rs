@@ -5,6 +5,12 @@
 //! client may do everything; once one is set, a client may manage keys only with `@wheel` and
 //! run runners only with `@runner` (or a `runner_acl` entry; `@jobs` covers `jobs.*`). The
 //! master's own `admin` certificate is never restricted (as root in Salt).
+//!
+//! A salt-api user ([`Caller::Eauth`]) is checked against their own `external_auth` entries
+//! with Salt's eauth rules instead (`CkMinions.auth_check` and `spec_check`): function
+//! entries are regular expressions matched at the start of the name, `{target: [...]}` entries
+//! apply to the minions the target glob matches, and `@runner`, `@wheel`, `@<module>` grant
+//! runner and wheel functions. Nothing is exempt, whatever the user's name.
 
 use std::collections::BTreeMap;
 
@@ -36,6 +42,113 @@ pub struct Acl {
     pub runner: Option<RunnerAcl>,
     /// Salt's `external_auth` entries per client certificate (read with `publisher_acl`'s).
     pub client: Option<PublisherAcl>,
+}
+
+/// Who is asking: a client certificate, or a salt-api user authenticated by eauth.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Caller {
+    /// A client certificate's common name.
+    Cert(String),
+    /// A salt-api user.
+    Eauth {
+        /// The user name (the job load's `user`).
+        user: String,
+        /// How they proved it: `token` or `eauth` (named in Salt's refusals).
+        auth_type: String,
+        /// Their `external_auth` entries.
+        perms: Vec<serde_json::Value>,
+    },
+}
+
+impl Caller {
+    /// The name recorded as the job's `user`.
+    pub fn name(&self) -> &str {
+        match self {
+            Caller::Cert(n) => n,
+            Caller::Eauth { user, .. } => user,
+        }
+    }
+}
+
+/// Salt's refusal of a job to an eauth user.
+pub const EAUTH_AUTHORIZATION_ERROR: &str = "Authorization error occurred.";
+
+/// Python's `re.match`: `pattern` matches at the start of `s`. A pattern that does not compile
+/// matches nothing (Salt logs it and refuses).
+fn re_match(pattern: &str, s: &str) -> bool {
+    regex::Regex::new(&format!("^(?:{pattern})")).is_ok_and(|r| r.is_match(s))
+}
+
+/// Salt's `__fun_check` without arguments: a condition (or list of them) is a function regex,
+/// or `{regex: {args, kwargs}}`; argument-restricted conditions are not checked against the
+/// call's arguments here, so they only grant a call that restricts nothing.
+fn fun_check(valid: &serde_json::Value, fun: &str) -> bool {
+    use serde_json::Value;
+    let conds: Vec<&Value> = match valid {
+        Value::Array(a) => a.iter().collect(),
+        v => vec![v],
+    };
+    conds.iter().any(|c| match c {
+        Value::String(r) => re_match(r, fun),
+        Value::Object(m) => m.iter().any(|(r, spec)| {
+            re_match(r, fun)
+                && spec
+                    .as_object()
+                    .is_none_or(|o| o.values().all(|v| v.is_null()))
+        }),
+        _ => false,
+    })
+}
+
+/// Salt's `auth_check` for a job: every function allowed on every minion, by a function regex
+/// or a `{target glob: [conditions]}` entry matching the minion.
+fn eauth_publish(perms: &[serde_json::Value], funs: &[String], minions: &[String]) -> bool {
+    use serde_json::Value;
+    funs.iter().all(|fun| {
+        perms
+            .iter()
+            .any(|p| matches!(p, Value::String(r) if !r.starts_with('@') && re_match(r, fun)))
+            || minions.iter().all(|id| {
+                perms.iter().any(|p| match p {
+                    Value::Object(m) if m.len() == 1 => m.iter().any(|(tgt, conds)| {
+                        !tgt.starts_with('@') && fnmatch(id, tgt) && fun_check(conds, fun)
+                    }),
+                    _ => false,
+                })
+            })
+    })
+}
+
+/// Salt's `spec_check` for a runner or wheel function (`form`): `@runner`/`@wheel` (or
+/// `@runners`), `@<module>`, or `{'@runner': [regexes]}`/`{'@<module>': [function regexes]}`.
+fn eauth_spec(perms: &[serde_json::Value], fun: &str, form: &str) -> bool {
+    use serde_json::Value;
+    let Some((module, name)) = fun.split_once('.') else {
+        return false;
+    };
+    let plural = format!("@{form}s");
+    perms.iter().any(|p| match p {
+        Value::String(s) => {
+            s.strip_prefix('@')
+                .is_some_and(|rest| rest == module || rest == form)
+                || *s == plural
+        }
+        Value::Object(m) if m.len() == 1 => m.iter().any(|(k, conds)| {
+            let Some(rest) = k.strip_prefix('@') else {
+                return false;
+            };
+            (rest == module && fun_check(conds, name))
+                || ((rest == form || *k == plural) && fun_check(conds, fun))
+        }),
+        _ => false,
+    })
+}
+
+/// Salt's refusal of a runner or wheel function to an eauth user.
+fn eauth_refused(user: &str, auth_type: &str) -> Status {
+    Status::permission_denied(format!(
+        "Authentication failure of type \"{auth_type}\" occurred for user {user}."
+    ))
 }
 
 /// The name of the master's own client certificate, never restricted.
@@ -161,6 +274,66 @@ impl Acl {
     }
 }
 
+impl Acl {
+    /// May `who` run every one of `funs` on every one of `minions`?
+    pub fn publish(&self, who: &Caller, funs: &[String], minions: &[String]) -> Result<(), Status> {
+        match who {
+            Caller::Cert(name) => self.check_publish(name, funs, minions),
+            Caller::Eauth { perms, .. } => {
+                if eauth_publish(perms, funs, minions) {
+                    Ok(())
+                } else {
+                    Err(Status::permission_denied(EAUTH_AUTHORIZATION_ERROR))
+                }
+            }
+        }
+    }
+
+    /// May `who` run runner `fun`?
+    pub fn runner(&self, who: &Caller, fun: &str) -> Result<(), Status> {
+        match who {
+            Caller::Cert(name) => self.check_runner(name, fun),
+            Caller::Eauth {
+                user,
+                auth_type,
+                perms,
+            } => {
+                if eauth_spec(perms, fun, "runner") {
+                    Ok(())
+                } else {
+                    Err(eauth_refused(user, auth_type))
+                }
+            }
+        }
+    }
+
+    /// May `who` call wheel function `fun`?
+    pub fn wheel(&self, who: &Caller, fun: &str) -> Result<(), Status> {
+        match who {
+            Caller::Cert(name) => self.check_wheel(name, fun),
+            Caller::Eauth {
+                user,
+                auth_type,
+                perms,
+            } => {
+                if eauth_spec(perms, fun, "wheel") {
+                    Ok(())
+                } else {
+                    Err(eauth_refused(user, auth_type))
+                }
+            }
+        }
+    }
+
+    /// May `who` read the job cache with `fun` (a `jobs.*` runner)?
+    pub fn jobs(&self, who: &Caller, fun: &str) -> Result<(), Status> {
+        match who {
+            Caller::Cert(name) => self.check_jobs(name, fun),
+            Caller::Eauth { .. } => self.runner(who, fun),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,5 +446,74 @@ mod tests {
         let open = Acl::default();
         assert!(open.check_wheel("bob", "key.delete").is_ok());
         assert!(open.check_runner("bob", "manage.status").is_ok());
+    }
+
+    /// salt-api users are checked with Salt's eauth rules: regexes matched at the start of
+    /// the function, target globs, `@runner`/`@wheel`/`@<module>`; no name is exempt.
+    #[test]
+    fn eauth_users_follow_salts_rules() {
+        let perms: Vec<serde_json::Value> = serde_yaml_ng::from_str(concat!(
+            "- test.ping\n",
+            "- 'web*': ['cmd.*', {'pkg.install': {args: ['nginx']}}]\n",
+            "- '@manage'\n",
+            "- '@wheel': ['key.list.*']\n",
+        ))
+        .unwrap();
+        let who = |name: &str| Caller::Eauth {
+            user: name.into(),
+            auth_type: "token".into(),
+            perms: perms.clone(),
+        };
+        let acl = Acl::default();
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let bob = who("bob");
+        assert!(
+            acl.publish(&bob, &s(&["test.ping"]), &s(&["db1", "web1"]))
+                .is_ok()
+        );
+        // A regex matches at the start: test.ping_x is allowed as in Salt.
+        assert!(acl.publish(&bob, &s(&["test.pingx"]), &s(&["db1"])).is_ok());
+        assert!(
+            acl.publish(&bob, &s(&["cmd.run"]), &s(&["web1", "web2"]))
+                .is_ok()
+        );
+        let e = acl
+            .publish(&bob, &s(&["cmd.run"]), &s(&["web1", "db1"]))
+            .unwrap_err();
+        assert_eq!(e.message(), "Authorization error occurred.");
+        // An argument-restricted entry does not grant the call without checking arguments.
+        assert!(
+            acl.publish(&bob, &s(&["pkg.install"]), &s(&["web1"]))
+                .is_err()
+        );
+        assert!(acl.runner(&bob, "manage.status").is_ok());
+        let e = acl.runner(&bob, "jobs.list_jobs").unwrap_err();
+        assert_eq!(
+            e.message(),
+            "Authentication failure of type \"token\" occurred for user bob."
+        );
+        assert!(acl.jobs(&bob, "jobs.list_jobs").is_err());
+        assert!(acl.wheel(&bob, "key.list_all").is_ok());
+        assert!(acl.wheel(&bob, "key.accept").is_err());
+        // An eauth user called admin is not the admin certificate.
+        let admin = who(ADMIN);
+        assert!(acl.publish(&admin, &s(&["cmd.run"]), &s(&["db1"])).is_err());
+        let all = Caller::Eauth {
+            user: "alice".into(),
+            auth_type: "eauth".into(),
+            perms: serde_yaml_ng::from_str("['.*', '@runner', '@wheel', '@jobs']").unwrap(),
+        };
+        assert!(acl.publish(&all, &s(&["cmd.run"]), &s(&["db1"])).is_ok());
+        assert!(acl.runner(&all, "jobs.lookup_jid").is_ok());
+        assert!(acl.wheel(&all, "key.delete").is_ok());
+        // A certificate keeps the certificate rules.
+        assert!(
+            acl.publish(
+                &Caller::Cert("anyone".into()),
+                &s(&["cmd.run"]),
+                &s(&["db1"])
+            )
+            .is_ok()
+        );
     }
 }

@@ -49,6 +49,12 @@ pub struct RawConfig {
     pub master_key_file: Option<PathBuf>,
     /// Extra names and addresses for the master's server certificate.
     pub cert_sans: Option<Vec<String>>,
+    /// Lifetime in days (fractions allowed) of the minion certificates the master's CA issues
+    /// over `RenewCertificate` (default 30). Not a Salt key: Salt's minion keys never expire.
+    pub minion_cert_days: Option<f64>,
+    /// Issue a certificate from the master's CA to a minion that connects with a self-signed
+    /// one once its key is accepted (default false: such minions keep their own certificate).
+    pub issue_minion_certs: Option<bool>,
     /// Plain-HTTP port for /healthz, /readyz and /metrics (default 8080; 0 picks a free port).
     pub http_port: Option<u16>,
     /// Address of the HTTP port (default 0.0.0.0).
@@ -87,8 +93,19 @@ pub struct RawConfig {
     pub timeout: Option<f64>,
     /// Default seconds to wait for find_job answers (Salt's `gather_job_timeout`, default 10).
     pub gather_job_timeout: Option<f64>,
-    /// File roots: `{base: [dir, ...]}` (Salt's `file_roots`), for `_modules` and `_runners`.
+    /// File roots: `{saltenv: [dir, ...]}` (Salt's `file_roots`), served to minions
+    /// (`salt://`); base's also hold `_modules` and `_runners`.
     pub file_roots: Option<std::collections::BTreeMap<String, Vec<PathBuf>>>,
+    /// Digest of fileserver files (Salt's `hash_type`, default sha256).
+    pub hash_type: Option<String>,
+    /// Serve no symlinks from file_roots (Salt's `fileserver_ignoresymlinks`, default false).
+    /// Symlinks resolving outside their root are never served.
+    pub fileserver_ignoresymlinks: Option<bool>,
+    /// Regular expressions of paths the fileserver neither lists nor serves (Salt's
+    /// `file_ignore_regex`).
+    pub file_ignore_regex: Option<Vec<String>>,
+    /// Globs of paths the fileserver neither lists nor serves (Salt's `file_ignore_glob`).
+    pub file_ignore_glob: Option<Vec<String>>,
     /// Directories of external runners (Salt's `runner_dirs`).
     pub runner_dirs: Option<Vec<PathBuf>>,
     /// Which client certificate may run which functions on which minions (Salt's `publisher_acl`).
@@ -130,6 +147,16 @@ pub struct RawConfig {
     /// What every replica shares: the CA, the server and the admin certificates (Salt 3007's
     /// `cluster_pki_dir`). The first replica creates them there if the folder is empty.
     pub cluster_pki_dir: Option<PathBuf>,
+    /// Serves Salt's REST API (salt-api's `rest_cherrypy`: `port`, `host`, `ssl_crt`,
+    /// `ssl_key`, `disable_ssl`, `debug`, `root_prefix`, `webhook_url`,
+    /// `webhook_disable_auth`, `expire_responses`, `collect_stats`, `stats_disable_auth`).
+    pub rest_cherrypy: Option<saltq_netapi::config::RawRestConfig>,
+    /// The salt-api clients a request may use (Salt's `netapi_enable_clients`, default none).
+    pub netapi_enable_clients: Option<Vec<String>>,
+    /// salt-api users: eauth backends, users and their permissions (Salt's `external_auth`).
+    pub external_auth: Option<serde_json::Value>,
+    /// Seconds a salt-api token lasts (Salt's `token_expire`, default 43200).
+    pub token_expire: Option<f64>,
 }
 
 /// A string or a list of strings.
@@ -188,6 +215,10 @@ pub struct MasterConfig {
     pub master_cert: Option<(PathBuf, PathBuf)>,
     /// Extra SANs.
     pub cert_sans: Vec<String>,
+    /// Lifetime of the minion certificates the master issues.
+    pub minion_cert_lifetime: Duration,
+    /// Issue certificates to accepted minions that connect with a self-signed one.
+    pub issue_minion_certs: bool,
     /// The HTTP probe and metrics address, or off.
     pub http: Option<SocketAddr>,
     /// Log level.
@@ -208,8 +239,12 @@ pub struct MasterConfig {
     pub timeout: Duration,
     /// Default gather_job_timeout.
     pub gather_job_timeout: Duration,
-    /// File roots of the `base` environment.
+    /// File roots of the `base` environment (`_modules`, `_runners`).
     pub file_roots: Vec<PathBuf>,
+    /// Every saltenv's file roots, as the fileserver serves them.
+    pub fileserver: saltq_fileserver::Roots,
+    /// The fileserver's digest (`hash_type`).
+    pub hash_type: String,
     /// Where external runners are looked up (runner_dirs, then synced ones).
     pub runner_dirs: Vec<PathBuf>,
     /// Where `saltutil.sync_runners` puts runners.
@@ -226,6 +261,8 @@ pub struct MasterConfig {
     pub returner_opts: serde_json::Value,
     /// Cluster mode, when `cluster_id` is set.
     pub cluster: Option<ClusterConfig>,
+    /// salt-api, when `rest_cherrypy` is set.
+    pub netapi: Option<saltq_netapi::Config>,
 }
 
 /// A master that is one replica of several (`cluster_id`).
@@ -250,6 +287,22 @@ impl MasterConfig {
         self.cluster.as_ref().map_or(&self.pki_dir, |c| &c.pki_dir)
     }
 }
+
+/// `minion_cert_days` (default 30) as a duration: positive, at least one second, at most a
+/// century.
+fn minion_cert_lifetime(days: Option<f64>) -> Result<Duration, String> {
+    let days = days.unwrap_or(30.0);
+    let secs = days * 86400.0;
+    if !(secs.is_finite() && (1.0..=36500.0 * 86400.0).contains(&secs)) {
+        return Err(format!(
+            "{days} is not a usable number of days: from 1 second (0.0000116) to 36500 days"
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+/// The most seconds a duration in the config may be (about 31 years): longer ones would not
+/// fit the clocks and timers they set.
+const MAX_SECS: f64 = 1e9;
 
 /// Default config directory, as Salt's `/etc/salt`.
 pub const DEFAULT_CONFIG_DIR: &str = "/etc/saltq";
@@ -305,10 +358,14 @@ impl MasterConfig {
         }
         let secs = |key: &str, v: Option<f64>, default: f64| -> Result<Duration, ConfigError> {
             let v = v.unwrap_or(default);
-            if !(v.is_finite() && v > 0.0) {
-                return Err(bad(key, format!("{v} is not a positive number of seconds")));
+            if v > 0.0 && v <= MAX_SECS {
+                Ok(Duration::from_secs_f64(v))
+            } else {
+                Err(bad(
+                    key,
+                    format!("{v} is not a positive number of seconds (at most {MAX_SECS})"),
+                ))
             }
-            Ok(Duration::from_secs_f64(v))
         };
         let log_level = raw.log_level.clone().unwrap_or_else(|| "warning".into());
         check_log_level(&log_level).map_err(|m| bad("log_level", m))?;
@@ -362,11 +419,46 @@ impl MasterConfig {
             ));
         }
         let cluster = cluster_config(&raw, &job_cache).map_err(|(k, m)| bad(k, m))?;
+        let hash_type = raw
+            .hash_type
+            .clone()
+            .unwrap_or_else(|| saltq_fileserver::DEFAULT_HASH_TYPE.into());
+        saltq_fileserver::Hasher::new(&hash_type).map_err(|e| bad("hash_type", e.to_string()))?;
+        let mut fileserver =
+            saltq_fileserver::Roots::new(raw.file_roots.clone().unwrap_or_default());
+        fileserver.ignore_symlinks = raw.fileserver_ignoresymlinks.unwrap_or(false);
+        fileserver.ignore = saltq_fileserver::Ignore::new(
+            raw.file_ignore_regex.as_deref().unwrap_or_default(),
+            raw.file_ignore_glob.as_deref().unwrap_or_default(),
+        )
+        .map_err(|m| bad("file_ignore_regex", m))?;
         let id = match raw.id.clone() {
             Some(id) if id.trim().is_empty() => return Err(bad("id", "must not be empty".into())),
             Some(id) => id,
             None => format!("{}_master", gethostname()),
         };
+        // salt-api serves the master's own certificate unless rest_cherrypy names one.
+        let netapi_tls = master_cert.clone().unwrap_or_else(|| {
+            let dir = cluster.as_ref().map_or_else(
+                || path(raw.pki_dir.clone(), "/etc/saltq/pki/master"),
+                |c| c.pki_dir.clone(),
+            );
+            (
+                dir.join(crate::run::PkiFiles::MASTER_CERT),
+                dir.join(crate::run::PkiFiles::MASTER_KEY),
+            )
+        });
+        let netapi = saltq_netapi::Config::from_raw(
+            &saltq_netapi::RawConfig {
+                rest_cherrypy: raw.rest_cherrypy.clone(),
+                netapi_enable_clients: raw.netapi_enable_clients.clone(),
+                external_auth: raw.external_auth.clone(),
+                token_expire: raw.token_expire,
+            },
+            netapi_tls,
+            cachedir.clone(),
+        )
+        .map_err(|(k, m)| bad(&k, m))?;
         Ok(MasterConfig {
             id,
             quic,
@@ -380,6 +472,9 @@ impl MasterConfig {
             client_ca_files: raw.client_ca_files.unwrap_or_default(),
             master_cert,
             cert_sans: raw.cert_sans.unwrap_or_default(),
+            minion_cert_lifetime: minion_cert_lifetime(raw.minion_cert_days)
+                .map_err(|m| bad("minion_cert_days", m))?,
+            issue_minion_certs: raw.issue_minion_certs.unwrap_or(false),
             http: raw.http_enabled.unwrap_or(true).then(|| {
                 SocketAddr::new(
                     raw.http_interface.unwrap_or(IpAddr::from([0, 0, 0, 0])),
@@ -411,6 +506,8 @@ impl MasterConfig {
                 .as_ref()
                 .and_then(|m| m.get("base").cloned())
                 .unwrap_or_default(),
+            fileserver,
+            hash_type,
             runner_dirs: raw
                 .runner_dirs
                 .clone()
@@ -453,9 +550,16 @@ impl MasterConfig {
                         blacklist: raw.event_return_blacklist.clone().unwrap_or_default(),
                         queue: raw.event_return_queue.unwrap_or(0),
                         max_buffer: raw.event_return_buffer.unwrap_or(10_000),
-                        queue_max_age: Duration::from_secs_f64(
-                            raw.event_return_queue_max_seconds.unwrap_or(0.0).max(0.0),
-                        ),
+                        queue_max_age: {
+                            let v = raw.event_return_queue_max_seconds.unwrap_or(0.0);
+                            if v.is_nan() || v > MAX_SECS {
+                                return Err(bad(
+                                    "event_return_queue_max_seconds",
+                                    format!("{v} is not a number of seconds (at most {MAX_SECS})"),
+                                ));
+                            }
+                            Duration::from_secs_f64(v.max(0.0))
+                        },
                         ..Default::default()
                     })
                 }
@@ -463,6 +567,7 @@ impl MasterConfig {
             returner_opts: serde_json::Value::Null,
             timeout: secs("timeout", raw.timeout, 5.0)?,
             gather_job_timeout: secs("gather_job_timeout", raw.gather_job_timeout, 10.0)?,
+            netapi,
             cluster,
             file,
         })
@@ -580,12 +685,41 @@ fn gethostname() -> String {
 }
 
 #[cfg(test)]
+pub(crate) mod prop_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
     fn load(yaml: &str) -> Result<MasterConfig, String> {
         let raw: RawConfig = serde_yaml_ng::from_str(yaml).map_err(|e| e.to_string())?;
         MasterConfig::from_raw(raw, PathBuf::from("/etc/saltq/master")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn file_roots_keep_every_saltenv_and_hash_type_is_checked() {
+        let cfg = load(
+            "file_roots:\n  base: [/srv/salt, /srv/more]\n  dev: [/srv/dev]\nfileserver_ignoresymlinks: true\n",
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.file_roots,
+            [PathBuf::from("/srv/salt"), "/srv/more".into()]
+        );
+        assert_eq!(cfg.fileserver.saltenvs(), ["base", "dev"]);
+        assert_eq!(cfg.fileserver.dirs("dev"), [PathBuf::from("/srv/dev")]);
+        assert!(cfg.fileserver.ignore_symlinks);
+        assert_eq!(cfg.hash_type, "sha256");
+        assert_eq!(load("hash_type: md5\n").unwrap().hash_type, "md5");
+        let err = load("file_ignore_regex: ['(']\n").unwrap_err();
+        assert!(err.contains("key \"file_ignore_regex\""), "{err}");
+        let cfg = load("file_roots: {base: [/s]}\nfile_ignore_glob: ['*.bak']\n").unwrap();
+        assert!(cfg.fileserver.ignore.matches("a/b.bak"));
+        let err = load("hash_type: crc\n").unwrap_err();
+        assert!(
+            err.contains("key \"hash_type\"") && err.contains("crc"),
+            "{err}"
+        );
     }
 
     const PG: &str = "job_cache: postgres\njob_cache_postgres: 'host=db'\n";
@@ -642,5 +776,29 @@ mod tests {
                 "{yaml}\n{err}\nexpected: {expected}"
             );
         }
+    }
+
+    #[test]
+    fn minion_certificates_last_minion_cert_days_and_are_issued_only_when_asked() {
+        let cfg = load("").unwrap();
+        assert_eq!(cfg.minion_cert_lifetime, Duration::from_secs(30 * 86400));
+        assert!(!cfg.issue_minion_certs);
+        let cfg = load(
+            "minion_cert_days: 0.5
+issue_minion_certs: true
+",
+        )
+        .unwrap();
+        assert_eq!(cfg.minion_cert_lifetime, Duration::from_secs(43200));
+        assert!(cfg.issue_minion_certs);
+        for bad in ["0", "-1", ".nan", "0.000001", "40000"] {
+            let err = load(&format!("minion_cert_days: {bad}\n")).unwrap_err();
+            assert!(
+                err.contains("key \"minion_cert_days\"") && err.contains("1 second"),
+                "{bad}: {err}"
+            );
+        }
+        let err = load("minion_cert_days: soon\n").unwrap_err();
+        assert!(err.contains("minion_cert_days"), "{err}");
     }
 }

@@ -1,6 +1,7 @@
 //! `saltq-master`: reads `DIR/master`, sets up logging, runs the master until SIGTERM or Ctrl-C.
 
 mod acl;
+mod certs;
 mod cluster;
 mod config;
 mod delivery;
@@ -13,6 +14,8 @@ mod keys;
 mod load;
 mod metrics;
 mod minion_data;
+mod netapi;
+mod orchestrate;
 mod pillar;
 mod reactor;
 mod returns;
@@ -22,6 +25,7 @@ mod service;
 mod state;
 mod tags;
 mod tracker;
+mod wheel;
 
 use std::path::PathBuf;
 

@@ -24,6 +24,9 @@ pub enum PillarError {
     /// The top file has the wrong shape or a bad target.
     #[error("top file {path}: {message}")]
     Top { path: PathBuf, message: String },
+    /// A pillar file whose data is not a mapping (Salt's words).
+    #[error("SLS '{name}' does not render to a dictionary ({path})")]
+    NotADict { name: String, path: PathBuf },
     /// A pillar named in the top file does not exist.
     #[error("pillar {name:?} named in the top file was not found under {roots}")]
     Missing { name: String, roots: String },
@@ -37,9 +40,9 @@ fn read_yaml(path: &Path) -> Result<Value, PillarError> {
     if text.trim().is_empty() {
         return Ok(Value::Object(Map::new()));
     }
-    serde_yaml_ng::from_str(&text).map_err(|e| PillarError::Yaml {
+    saltq_transport::config::yaml_from_str(&text).map_err(|message| PillarError::Yaml {
         path: path.to_path_buf(),
-        message: e.to_string(),
+        message,
     })
 }
 
@@ -122,11 +125,19 @@ pub fn compile(roots: &[PathBuf], id: &str, grains: &Value) -> Result<Value, Pil
                     .collect::<Vec<_>>()
                     .join(", "),
             })?;
-            merge(&mut pillar, read_yaml(&file)?);
+            // As Salt: data that is false in Python adds nothing, other data must be a dict.
+            match read_yaml(&file)? {
+                data @ Value::Object(_) => merge(&mut pillar, data),
+                data if !saltq_semantics::python::truthy(&data) => {}
+                _ => return Err(PillarError::NotADict { name, path: file }),
+            }
         }
     }
     Ok(pillar)
 }
+
+#[cfg(test)]
+mod prop_tests;
 
 #[cfg(test)]
 mod tests {

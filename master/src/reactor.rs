@@ -7,10 +7,15 @@
 //!     - tgt: {{ data['id'] }}
 //!     - arg: [welcome]
 //! accept:
-//!   wheel.key.accept:         # key actions: accept, reject, delete with `match`
+//!   wheel.key.accept:         # a wheel function (`wheel.rs`): key accept, reject, delete...
 //!     - match: {{ data['id'] }}
 //! report:
 //!   runner.jobs.list_jobs: [] # a runner, keyword arguments from the list of dicts
+//! deploy:
+//!   runner.state.orchestrate: # Salt's `args` form: the runner's keyword arguments
+//!     - args:
+//!       - mods: orch.deploy
+//!       - pillar: {event_tag: {{ tag }}}
 //! ```
 //!
 //! Reactions run concurrently in a bounded pool; a failing one fires `salt/reactor/error` and the
@@ -27,7 +32,6 @@ use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
 use crate::events::Missed;
-use crate::keys::KeyState;
 use crate::state::Master;
 
 /// The tag of the event fired when a reaction fails.
@@ -92,7 +96,7 @@ async fn react(
     let rendered = env
         .render_str(&text, minijinja::context! { tag => tag, data => data })
         .map_err(|e| format!("cannot render {}: {e}", file.display()))?;
-    let doc: Value = serde_yaml_ng::from_str(&rendered)
+    let doc: Value = saltq_transport::config::yaml_from_str(&rendered)
         .map_err(|e| format!("invalid YAML in {} after rendering: {e}", file.display()))?;
     let Value::Object(reactions) = doc else {
         return Ok(());
@@ -120,6 +124,23 @@ async fn react(
         }
     }
     Ok(())
+}
+
+/// A runner's or wheel function's arguments from a reaction's options, as Salt's reactor
+/// reads them: `arg` is the positional list and the other options are keyword arguments;
+/// with `args` (the documented form, `- args: [{mods: orch.deploy}]`), a list of one-key
+/// dicts is the keyword arguments and any other list the positional ones.
+fn call_args(mut o: Map<String, Value>) -> (Vec<Value>, Map<String, Value>) {
+    if let Some(args) = o.remove("args") {
+        let dictlist = matches!(&args, Value::Array(items) if items.iter().all(Value::is_object));
+        return match args {
+            Value::Object(m) => (Vec::new(), m),
+            Value::Array(_) if dictlist => (Vec::new(), merge_options(args)),
+            other => (list(Some(&other)), Map::new()),
+        };
+    }
+    let args = list(o.remove("arg").as_ref());
+    (args, o)
 }
 
 /// Salt writes options as a list of one-key dicts; a dict works too.
@@ -187,8 +208,7 @@ async fn runner(master: &Arc<Master>, fun: &str, o: &Map<String, Value>) -> Resu
         .await
         .map_err(|s| s.message().to_owned())?
         .to_string();
-    let mut kwargs = o.clone();
-    let args = list(kwargs.remove("arg").as_ref());
+    let (args, kwargs) = call_args(o.clone());
     let out = crate::runners::execute(
         master.clone(),
         "reactor".into(),
@@ -206,34 +226,6 @@ async fn runner(master: &Arc<Master>, fun: &str, o: &Map<String, Value>) -> Resu
 }
 
 fn wheel(master: &Arc<Master>, fun: &str, o: &Map<String, Value>) -> Result<(), String> {
-    let m = o
-        .get("match")
-        .and_then(Value::as_str)
-        .ok_or("wheel key reactions need match")?;
-    let (act, changed) = match fun {
-        "key.accept" => (
-            "accept",
-            master
-                .keys
-                .transition(m, &[KeyState::Pending], KeyState::Accepted),
-        ),
-        "key.reject" => (
-            "reject",
-            master
-                .keys
-                .transition(m, &[KeyState::Pending], KeyState::Rejected),
-        ),
-        "key.delete" => ("delete", master.keys.delete(m)),
-        other => {
-            return Err(format!(
-                "unknown wheel function {other:?}: expected key.accept, key.reject or key.delete"
-            ));
-        }
-    };
-    for (_, id) in changed.map_err(|e| e.to_string())? {
-        master
-            .events
-            .fire("salt/key", json!({"act": act, "id": id, "result": true}));
-    }
-    Ok(())
+    let (args, kwargs) = call_args(o.clone());
+    crate::wheel::call(master, fun, &args, &kwargs).map(|_| ())
 }

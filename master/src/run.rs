@@ -11,8 +11,7 @@ use saltq_proto::v1::{
     key_service_server::KeyServiceServer, minion_service_server::MinionServiceServer,
     runner_service_server::RunnerServiceServer,
 };
-use saltq_transport::pki::{self, Ca, CertKey, CertRole, IssueRequest};
-use saltq_transport::tls::Trust;
+use saltq_transport::pki::{self, Ca, CertRole, IssueRequest};
 use saltq_transport::{ListenConfig, Listeners};
 use tokio::sync::watch;
 
@@ -185,42 +184,11 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         StartError { code, error: e }
     })?;
     let usage = saltq_transport::config::EX_USAGE;
-    let (cert_file, key_file) = cfg.master_cert.clone().unwrap_or_else(|| {
-        (
-            cfg.cert_dir().join(PkiFiles::MASTER_CERT),
-            cfg.cert_dir().join(PkiFiles::MASTER_KEY),
-        )
-    });
-    let identity = CertKey::load(&cert_file, &key_file)
-        .with_context(|| {
-            format!(
-                "{}: keys master_cert_file/master_key_file",
-                cfg.file.display()
-            )
-        })
+    let cert_files = crate::certs::CertFiles::of(&cfg);
+    let (live, cert_watches) = crate::certs::load(&cert_files)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", cfg.file.display()))
         .map_err(fail(usage))?;
-    let ca_certs = pki::load_certs(&cfg.cert_dir().join(PkiFiles::CA_CERT))
-        .map_err(anyhow::Error::from)
-        .map_err(fail(usage))?;
-    let mut external = Vec::new();
-    for f in &cfg.minion_ca_files {
-        external.extend(
-            pki::load_certs(f)
-                .with_context(|| format!("{}: key minion_ca_files", cfg.file.display()))
-                .map_err(fail(usage))?,
-        );
-    }
-    let mut clients = Vec::new();
-    for f in &cfg.client_ca_files {
-        clients.extend(
-            pki::load_certs(f)
-                .with_context(|| format!("{}: key client_ca_files", cfg.file.display()))
-                .map_err(fail(usage))?,
-        );
-    }
-    let trust = Trust::new(&ca_certs, &external, &clients)
-        .map_err(anyhow::Error::from)
-        .map_err(fail(usage))?;
+    let live = Arc::new(live);
     let keys = KeyStore::open(
         &cfg.pki_dir,
         KeyPolicy {
@@ -259,8 +227,8 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
                 StartError { code, error: e }
             })?),
         },
-        &identity,
-        trust,
+        &live.server,
+        live.trust.clone(),
         cfg.limits.clone(),
     )
     .await
@@ -286,6 +254,32 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
             None => None,
         };
     let http_addr = http.as_ref().and_then(|l| l.local_addr().ok());
+    // salt-api: its port and certificate are checked here, before the master serves anything.
+    let netapi = match &cfg.netapi {
+        Some(n) => {
+            let tls = saltq_netapi::server::tls_acceptor(&n.tls).map_err(|e| StartError {
+                code: usage,
+                error: anyhow::anyhow!("{}: key rest_cherrypy: {e}", cfg.file.display()),
+            })?;
+            let l = tokio::net::TcpListener::bind(n.addr)
+                .await
+                .map_err(|e| StartError {
+                    code: if e.kind() == std::io::ErrorKind::PermissionDenied {
+                        saltq_transport::config::EX_NOPERM
+                    } else {
+                        usage
+                    },
+                    error: anyhow::anyhow!(
+                        "{}: key rest_cherrypy: cannot listen on tcp {}: {e}",
+                        cfg.file.display(),
+                        n.addr
+                    ),
+                })?;
+            Some((n.clone(), l, tls))
+        }
+        None => None,
+    };
+    let netapi_addr = netapi.as_ref().and_then(|(_, l, _)| l.local_addr().ok());
     let quic_addr = listeners.quic_addr();
     let h2_addr = listeners.h2_addr();
     let max = cfg.limits.max_message_size;
@@ -349,9 +343,12 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         .map_err(anyhow::Error::from)
         .map_err(fail(usage))?;
     let routes = tonic::service::Routes::new(
-        MinionServiceServer::new(service::minion::MinionApi::new(master.clone()))
-            .max_decoding_message_size(max)
-            .max_encoding_message_size(max),
+        MinionServiceServer::new(service::minion::MinionApi::new(
+            master.clone(),
+            live.clone(),
+        ))
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(max),
     )
     .add_service(
         JobServiceServer::new(service::jobs::JobApi::new(master.clone()))
@@ -384,6 +381,7 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         "quic": quic_addr.map(|a| a.to_string()),
         "h2": h2_addr.map(|a| a.to_string()),
         "http": http_addr.map(|a| a.to_string()),
+        "rest_cherrypy": netapi_addr.map(|a| a.to_string()),
     });
     let listen_file = master.cfg.cachedir.join("listen.json");
     std::fs::create_dir_all(&master.cfg.cachedir)
@@ -421,6 +419,11 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         shutdown.clone(),
     ));
     tokio::spawn(close_revoked(master.clone()));
+    tokio::spawn(crate::certs::watch(
+        live.clone(),
+        cert_watches,
+        shutdown.clone(),
+    ));
     if let Some(l) = http {
         let m = master.clone();
         tokio::spawn(saltq_transport::http::serve(
@@ -431,6 +434,11 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
             },
             shutdown.clone(),
         ));
+    }
+    if let Some((ncfg, l, tls)) = netapi {
+        tracing::info!(addr = %l.local_addr().map(|a| a.to_string()).unwrap_or_default(), tls = tls.is_some(), "salt-api (rest_cherrypy) listening");
+        let backend = Arc::new(crate::netapi::NetapiBackend::new(master.clone()));
+        tokio::spawn(saltq_netapi::serve(ncfg, backend, l, tls, shutdown.clone()));
     }
     listeners.serve(Authorize::new(routes), shutdown).await;
     duties.abort();

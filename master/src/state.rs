@@ -64,7 +64,36 @@ pub struct Published {
     pub unreachable: Vec<String>,
 }
 
+/// The jid of a job a minion started on its own (Salt's `"req"`: `startup_states`); the
+/// master gives its return a jid of its own.
+pub const STANDALONE_JID: &str = "req";
+
 impl Master {
+    /// Records a job minion `id` ran on its own (its return's jid is `"req"`) as Salt's
+    /// master does: a new jid, a load targeting the minion alone (`tgt` its id, `tgt_type`
+    /// glob, `arg` its arguments), so its return is stored and found like any other.
+    async fn record_standalone(&self, id: &str, r: &pb::ReturnRequest) -> Result<String, Status> {
+        let jid = self.next_jid("").await?.to_string();
+        let load = json!({
+            "jid": jid, "fun": fun_json(&r.fun), "arg": value::from_list(r.fun_args.as_ref()),
+            "tgt": id, "tgt_type": "glob",
+        });
+        let record = JobRecord {
+            jid: jid.clone(),
+            load,
+            minions: vec![id.to_owned()],
+            start_time: chrono::Utc::now(),
+        };
+        self.cache.save_job(&record).await.map_err(|e| {
+            saltq_transport::part_unavailable(
+                "job-cache",
+                format!("job cache unavailable, return not stored: {e}"),
+            )
+        })?;
+        tracing::info!(minion = id, %jid, "standalone job recorded");
+        Ok(jid)
+    }
+
     /// Builds the state; `last_jid` comes from the job cache so jids never repeat.
     pub fn new(
         cfg: MasterConfig,
@@ -147,9 +176,9 @@ impl Master {
         &self,
         spec: PublishSpec,
         target: &Target,
-        user: &str,
+        who: &crate::acl::Caller,
     ) -> Result<Published, Status> {
-        self.publish_as(spec, target, user, true).await
+        self.publish_as(spec, target, who.name(), Some(who)).await
     }
 
     /// Publishes a job of the master's own (a runner the caller was allowed to run, the
@@ -161,7 +190,7 @@ impl Master {
         target: &Target,
         user: &str,
     ) -> Result<Published, Status> {
-        self.publish_as(spec, target, user, false).await
+        self.publish_as(spec, target, user, None).await
     }
 
     /// Publishes a validated job: stores its load, starts following it, announces it, and
@@ -171,14 +200,14 @@ impl Master {
         spec: PublishSpec,
         target: &Target,
         user: &str,
-        check_acl: bool,
+        check_acl: Option<&crate::acl::Caller>,
     ) -> Result<Published, Status> {
         let (expected, missing) = self.resolve(target);
         if expected.is_empty() && missing.is_empty() {
             return Err(Status::not_found(NO_MINIONS));
         }
-        if check_acl {
-            self.cfg.acl.check_publish(user, &spec.req.fun, &expected)?;
+        if let Some(who) = check_acl {
+            self.cfg.acl.publish(who, &spec.req.fun, &expected)?;
         }
         let jid = self.next_jid(&spec.req.jid).await?;
         let now = chrono::Utc::now();
@@ -227,7 +256,10 @@ impl Master {
     }
 
     /// Accepts a return from minion `id`: checks the job was sent to it, stores it, announces it.
-    pub async fn accept_return(&self, id: &str, r: pb::ReturnRequest) -> Result<bool, Status> {
+    pub async fn accept_return(&self, id: &str, mut r: pb::ReturnRequest) -> Result<bool, Status> {
+        if r.jid == STANDALONE_JID {
+            r.jid = self.record_standalone(id, &r).await?;
+        }
         let (expected, started, user) = match self.followers.get(&r.jid) {
             Some(f) => (f.expected.contains(id), Some(f.started), f.user.clone()),
             None => match self.cache.get_job(&r.jid).await {

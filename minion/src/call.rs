@@ -1,16 +1,18 @@
 //! `saltq-minion call FUN [ARGS]`: run one function on this host, as `salt-call`. With
 //! `--local` no master is contacted; otherwise the pillar is fetched from the master first.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use saltq_exec::{CallContext, PubInfo};
 use saltq_proto::v1::{self as pb, minion_service_client::MinionServiceClient};
 use saltq_semantics::args::parse_input;
 use saltq_semantics::output::{OutputOptions, Outputter, render};
-use saltq_transport::{ConnectOptions, connect, value};
+use saltq_transport::{Channel, ConnectOptions, connect, value};
 use serde_json::{Value, json};
 
 use crate::config::MinionConfig;
+use crate::files::{MasterFiles, local_files};
 use crate::identity;
 
 /// `call`'s flags.
@@ -39,8 +41,9 @@ pub struct CallArgs {
 }
 
 /// Fetches the pillar from the first master that answers, in the order listed (a failover
-/// list is tried in turn; with one master, that one).
-async fn fetch_pillar(cfg: &MinionConfig) -> anyhow::Result<Value> {
+/// list is tried in turn; with one master, that one); the connection stays open for
+/// `salt://` files.
+async fn fetch_pillar(cfg: &MinionConfig) -> anyhow::Result<(Value, Channel)> {
     let identity = identity::ensure_identity(cfg)?;
     let trust = identity::server_trust(cfg)?;
     let mut last = None;
@@ -67,20 +70,21 @@ async fn fetch_pillar(cfg: &MinionConfig) -> anyhow::Result<Value> {
             .get_pillar(pb::GetPillarRequest {})
             .await
             .map_err(|s| anyhow::anyhow!("{}", ch.failure(&s)))?;
-        return Ok(Value::Object(value::opt_struct(
-            p.into_inner().pillar.as_ref(),
-        )));
+        return Ok((
+            Value::Object(value::opt_struct(p.into_inner().pillar.as_ref())),
+            ch,
+        ));
     }
     Err(last.unwrap_or_else(|| anyhow::anyhow!("no master configured")))
 }
 
 /// Runs the call; returns the exit code.
 pub async fn run(cfg: MinionConfig, a: CallArgs) -> i32 {
-    let pillar = if a.local {
-        json!({})
+    let (pillar, chan) = if a.local {
+        (json!({}), None)
     } else {
         match fetch_pillar(&cfg).await {
-            Ok(p) => p,
+            Ok((p, ch)) => (p, Some(ch)),
             Err(e) => {
                 eprintln!("saltq-minion call: {e:#} (use --local to run without a master)");
                 return saltq_transport::config::EX_UNAVAILABLE;
@@ -88,7 +92,16 @@ pub async fn run(cfg: MinionConfig, a: CallArgs) -> i32 {
         }
     };
     let grains = cfg.compute_grains();
-    let ctx = CallContext::local(grains, cfg.opts.clone());
+    let files: Arc<dyn saltq_exec::FileClient> = match chan {
+        None => Arc::new(local_files(&cfg)),
+        Some(ch) => Arc::new(MasterFiles {
+            chan: tokio::sync::watch::channel(Some(ch)).1,
+            cfg: Arc::new(cfg.clone()),
+        }),
+    };
+    let ctx = CallContext::local(grains, cfg.opts.clone())
+        .with_files(files)
+        .with_states(Arc::new(saltq_states::Engine::new()));
     *ctx.pillar.write().unwrap_or_else(|e| e.into_inner()) = pillar;
     let (args, kwargs) = parse_input(&a.args);
     let publ = PubInfo {

@@ -36,6 +36,11 @@ pub struct RawConfig {
     /// Seconds to wait before dialing again when the master's name does not resolve (Salt's
     /// `retry_dns`, default 30; 0: the reconnect backoff). Unused with failover, which moves on.
     pub retry_dns: Option<f64>,
+    /// Upper bound in seconds of the random wait before dialing again after the master turned
+    /// the connection away as busy (Salt's `random_reauth_delay`, default 10: Salt's minions
+    /// sleep a random time up to it before re-authenticating after a restart, so a fleet does
+    /// not storm its master). 0: the reconnect backoff.
+    pub random_reauth_delay: Option<f64>,
     /// `quic` (default) or `h2`.
     pub transport: Option<String>,
     /// The minion's key and the pinned master CA.
@@ -44,6 +49,11 @@ pub struct RawConfig {
     pub cachedir: Option<PathBuf>,
     /// Directories of external execution modules (Salt's `module_dirs`).
     pub module_dirs: Option<Vec<PathBuf>>,
+    /// The minion's own fileserver for `saltq-minion call --local` (Salt's `file_roots` with
+    /// `file_client: local`): `{saltenv: [dir, ...]}`.
+    pub file_roots: Option<std::collections::BTreeMap<String, Vec<PathBuf>>>,
+    /// Digest used to compare cached files (Salt's `hash_type`, default sha256).
+    pub hash_type: Option<String>,
     /// CA file that vouches for the master; without it the master's CA is pinned on first use.
     pub ca_file: Option<PathBuf>,
     /// Expected fingerprint of the master's CA (Salt's `master_finger`).
@@ -62,7 +72,9 @@ pub struct RawConfig {
     pub log_level: Option<String>,
     /// Seconds of silence after which the master is considered gone (default 10).
     pub idle_timeout: Option<f64>,
-    /// Seconds between keep-alive pings (default 3).
+    /// Seconds between keep-alive pings (default 1). A restarted master learns of a minion
+    /// only from its next packet, which it answers with a stateless reset: this interval is
+    /// how long a minion may take to notice the restart (issue 15, BENCHMARKS.md).
     pub keep_alive: Option<f64>,
     /// Largest message, in bytes (default 16 MiB); larger returns are truncated with a marker.
     pub max_message_size: Option<usize>,
@@ -73,6 +85,79 @@ pub struct RawConfig {
     pub health_port: Option<u16>,
     /// Address of the health port (default 0.0.0.0).
     pub health_interface: Option<std::net::IpAddr>,
+    /// A state run made once, when the minion first connects after starting (Salt's
+    /// `startup_states`): `highstate`, `sls` (the SLS of `sls_list`) or `top` (the top file
+    /// `top_file`); empty or absent for none.
+    pub startup_states: Option<String>,
+    /// The SLS names `startup_states: sls` applies: a list, or one name.
+    pub sls_list: Option<Value>,
+    /// The top file `startup_states: top` applies (e.g. `top_startup.sls`).
+    pub top_file: Option<String>,
+    /// The hosts file the `hosts` module and `host` states edit (Salt's `hosts.file`,
+    /// default `/etc/hosts`); read by the execution module from the options.
+    #[serde(rename = "hosts.file")]
+    pub hosts_file: Option<PathBuf>,
+}
+
+/// The state run of `startup_states`: the function and its arguments, as Salt's
+/// `Minion._state_run` builds them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartupRun {
+    /// `state.highstate`, `state.sls` or `state.top`.
+    pub fun: &'static str,
+    /// Its arguments: none, `[sls_list]` or `[top_file]`.
+    pub arg: Vec<Value>,
+}
+
+/// Decides the startup run from `startup_states`, `sls_list` and `top_file`; the error names
+/// the key that is wrong and why.
+pub fn startup_run(
+    startup_states: Option<&str>,
+    sls_list: Option<&Value>,
+    top_file: Option<&str>,
+) -> Result<Option<StartupRun>, (&'static str, String)> {
+    match startup_states.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some("highstate") => Ok(Some(StartupRun {
+            fun: "state.highstate",
+            arg: vec![],
+        })),
+        Some("sls") => {
+            let list = match sls_list {
+                Some(Value::Array(items)) if !items.is_empty() => {
+                    if let Some(bad) = items.iter().find(|i| !i.is_string()) {
+                        return Err(("sls_list", format!("{bad} is not an SLS name")));
+                    }
+                    Value::Array(items.clone())
+                }
+                Some(Value::String(one)) if !one.trim().is_empty() => Value::String(one.clone()),
+                _ => {
+                    return Err((
+                        "sls_list",
+                        "startup_states: sls needs the SLS names to apply in sls_list".into(),
+                    ));
+                }
+            };
+            Ok(Some(StartupRun {
+                fun: "state.sls",
+                arg: vec![list],
+            }))
+        }
+        Some("top") => match top_file.map(str::trim) {
+            Some(top) if !top.is_empty() => Ok(Some(StartupRun {
+                fun: "state.top",
+                arg: vec![Value::String(top.to_owned())],
+            })),
+            _ => Err((
+                "top_file",
+                "startup_states: top needs the top file to apply in top_file".into(),
+            )),
+        },
+        Some(other) => Err((
+            "startup_states",
+            format!("{other:?} is not a startup run: expected highstate, sls or top"),
+        )),
+    }
 }
 
 /// The validated config.
@@ -92,6 +177,8 @@ pub struct MinionConfig {
     pub random_master: bool,
     /// Wait this long after a name that does not resolve (one master only; failover moves on).
     pub retry_dns: Option<Duration>,
+    /// After a busy refusal, dial again after a random wait up to this (zero: the backoff).
+    pub random_reauth_delay: Duration,
     /// Transport.
     pub transport: TransportKind,
     /// Key directory.
@@ -100,6 +187,10 @@ pub struct MinionConfig {
     pub cachedir: PathBuf,
     /// External module directories.
     pub module_dirs: Vec<PathBuf>,
+    /// The local fileserver (`file_roots`), for `call --local`.
+    pub file_roots: saltq_fileserver::Roots,
+    /// The digest of `--local` file comparisons (`hash_type`).
+    pub hash_type: String,
     /// CA vouching for the master.
     pub ca_file: Option<PathBuf>,
     /// Expected master CA fingerprint.
@@ -126,7 +217,13 @@ pub struct MinionConfig {
     pub returner_set: Option<saltq_returners::Returners>,
     /// The whole file as JSON, for `config.get` (Salt's `__opts__`).
     pub opts: Value,
+    /// The state run made once after the first connection (`startup_states`).
+    pub startup: Option<StartupRun>,
 }
+
+/// The most seconds a duration in the config may be (about 31 years): longer ones would not
+/// fit the clocks and timers they set.
+const MAX_SECS: f64 = 1e9;
 
 /// Default config directory.
 pub const DEFAULT_CONFIG_DIR: &str = "/etc/saltq";
@@ -368,10 +465,14 @@ impl MinionConfig {
             .map_err(|e: String| bad("transport", e))?;
         let secs = |key: &str, v: Option<f64>, default: f64| -> Result<Duration, ConfigError> {
             let v = v.unwrap_or(default);
-            if !(v.is_finite() && v > 0.0) {
-                return Err(bad(key, format!("{v} is not a positive number of seconds")));
+            if v > 0.0 && v <= MAX_SECS {
+                Ok(Duration::from_secs_f64(v))
+            } else {
+                Err(bad(
+                    key,
+                    format!("{v} is not a positive number of seconds (at most {MAX_SECS})"),
+                ))
             }
-            Ok(Duration::from_secs_f64(v))
         };
         let master_port = raw.master_port.unwrap_or(4506);
         let (masters, master_type) = masters(
@@ -383,15 +484,21 @@ impl MinionConfig {
         .map_err(|(key, message)| bad(key, message))?;
         let non_negative = |key: &str, v: Option<f64>, default: f64| {
             let v = v.unwrap_or(default);
-            Duration::try_from_secs_f64(v)
-                .map_err(|_| bad(key, format!("{v} is not a number of seconds (0 or more)")))
+            if (0.0..=MAX_SECS).contains(&v) {
+                Ok(Duration::from_secs_f64(v))
+            } else {
+                Err(bad(
+                    key,
+                    format!("{v} is not a number of seconds (0 to {MAX_SECS})"),
+                ))
+            }
         };
         let retry_dns = non_negative("retry_dns", raw.retry_dns, 30.0)?;
         // As Salt, which sets retry_dns to 0 with failover: an unresolved name moves on.
         let retry_dns =
             (!retry_dns.is_zero() && master_type == MasterType::Str).then_some(retry_dns);
         let mut idle_timeout = secs("idle_timeout", raw.idle_timeout, 10.0)?;
-        let mut keep_alive = secs("keep_alive", raw.keep_alive, 3.0)?;
+        let mut keep_alive = secs("keep_alive", raw.keep_alive, 1.0)?;
         let alive = non_negative("master_alive_interval", raw.master_alive_interval, 0.0)?;
         if !alive.is_zero() {
             // The keep-alive pings and idle timeout are saltq's alive check: a lost master is
@@ -400,16 +507,33 @@ impl MinionConfig {
             keep_alive = keep_alive.min(idle_timeout / 3);
         }
         let log_level = raw.log_level.unwrap_or_else(|| "warning".into());
+        let hash_type = raw
+            .hash_type
+            .clone()
+            .unwrap_or_else(|| saltq_fileserver::DEFAULT_HASH_TYPE.into());
+        saltq_fileserver::Hasher::new(&hash_type).map_err(|e| bad("hash_type", e.to_string()))?;
         if let Value::Object(m) = &mut opts {
             m.insert("id".into(), Value::String(id.clone()));
         }
+        let startup = startup_run(
+            raw.startup_states.as_deref(),
+            raw.sls_list.as_ref(),
+            raw.top_file.as_deref(),
+        )
+        .map_err(|(key, message)| bad(key, message))?;
         Ok(MinionConfig {
+            startup,
             id,
             masters,
             master_port,
             master_type,
             random_master: raw.random_master.unwrap_or(false),
             retry_dns,
+            random_reauth_delay: non_negative(
+                "random_reauth_delay",
+                raw.random_reauth_delay,
+                10.0,
+            )?,
             transport,
             pki_dir: rooted(
                 &root,
@@ -423,6 +547,8 @@ impl MinionConfig {
                     .unwrap_or_else(|| "/var/cache/saltq/minion".into()),
             ),
             module_dirs: raw.module_dirs.clone().unwrap_or_default(),
+            file_roots: saltq_fileserver::Roots::new(raw.file_roots.clone().unwrap_or_default()),
+            hash_type,
             ca_file: raw.ca_file.map(|p| rooted(&root, &p)),
             master_finger: raw.master_finger,
             acceptance_wait_time: secs("acceptance_wait_time", raw.acceptance_wait_time, 10.0)?,
@@ -496,6 +622,9 @@ pub fn fqdn() -> String {
 }
 
 #[cfg(test)]
+mod prop_tests;
+
+#[cfg(test)]
 mod tests {
     use serde_json::json;
 
@@ -506,6 +635,55 @@ mod tests {
             host: host.into(),
             port,
         }
+    }
+
+    #[test]
+    fn startup_states_choose_salts_state_run() {
+        let run =
+            |s: Option<&str>, l: Option<Value>, t: Option<&str>| startup_run(s, l.as_ref(), t);
+        assert_eq!(run(None, None, None), Ok(None));
+        assert_eq!(run(Some(""), Some(json!(["a"])), None), Ok(None));
+        assert_eq!(
+            run(Some("highstate"), None, None),
+            Ok(Some(StartupRun {
+                fun: "state.highstate",
+                arg: vec![]
+            }))
+        );
+        assert_eq!(
+            run(Some("sls"), Some(json!(["edit.vim", "hyper"])), None),
+            Ok(Some(StartupRun {
+                fun: "state.sls",
+                arg: vec![json!(["edit.vim", "hyper"])]
+            }))
+        );
+        assert_eq!(
+            run(Some("sls"), Some(json!("one")), None)
+                .unwrap()
+                .unwrap()
+                .arg,
+            vec![json!("one")]
+        );
+        assert_eq!(
+            run(Some("top"), None, Some("top_startup.sls")),
+            Ok(Some(StartupRun {
+                fun: "state.top",
+                arg: vec![json!("top_startup.sls")]
+            }))
+        );
+        assert_eq!(run(Some("sls"), None, None).unwrap_err().0, "sls_list");
+        assert_eq!(
+            run(Some("sls"), Some(json!([])), None).unwrap_err().0,
+            "sls_list"
+        );
+        assert_eq!(
+            run(Some("sls"), Some(json!([1])), None).unwrap_err().0,
+            "sls_list"
+        );
+        assert_eq!(run(Some("top"), None, Some(" ")).unwrap_err().0, "top_file");
+        let (key, msg) = run(Some("hightstate"), None, None).unwrap_err();
+        assert_eq!(key, "startup_states");
+        assert!(msg.contains("expected highstate, sls or top"), "{msg}");
     }
 
     #[test]
@@ -721,6 +899,28 @@ mod tests {
     }
 
     #[test]
+    fn random_reauth_delay_is_seconds_with_salts_default() {
+        let delay = |v: Option<f64>| {
+            load(RawConfig {
+                random_reauth_delay: v,
+                ..Default::default()
+            })
+            .map(|c| c.random_reauth_delay)
+        };
+        assert_eq!(delay(None), Ok(Duration::from_secs(10)));
+        assert_eq!(delay(Some(2.5)), Ok(Duration::from_millis(2500)));
+        assert_eq!(delay(Some(0.0)), Ok(Duration::ZERO));
+        refused(
+            RawConfig {
+                random_reauth_delay: Some(-3.0),
+                ..Default::default()
+            },
+            "random_reauth_delay",
+            "not a number of seconds",
+        );
+    }
+
+    #[test]
     fn master_alive_interval_bounds_the_idle_timeout_and_the_pings() {
         let limits = |alive: Option<f64>, idle: Option<f64>, keep: Option<f64>| {
             let c = load(RawConfig {
@@ -736,13 +936,14 @@ mod tests {
             )
         };
         // Off (Salt's default 0): the transport's own settings.
-        assert_eq!(limits(None, None, None), (10_000, 3000));
-        assert_eq!(limits(Some(0.0), None, None), (10_000, 3000));
+        assert_eq!(limits(None, None, None), (10_000, 1000));
+        assert_eq!(limits(Some(0.0), None, None), (10_000, 1000));
         // Within the interval: noticed sooner, pinged more often.
-        assert_eq!(limits(Some(6.0), None, None), (6000, 2000));
+        assert_eq!(limits(Some(6.0), None, None), (6000, 1000));
+        assert_eq!(limits(Some(6.0), None, Some(3.0)), (6000, 2000));
         assert_eq!(limits(Some(2.0), Some(3.0), Some(1.0)), (2000, 666));
         // Never raised: QUIC uses the smaller idle timeout of the two ends anyway.
-        assert_eq!(limits(Some(30.0), None, None), (10_000, 3000));
+        assert_eq!(limits(Some(30.0), None, None), (10_000, 1000));
         assert_eq!(limits(Some(30.0), Some(4.0), Some(5.0)), (4000, 1333));
         refused(
             RawConfig {

@@ -30,6 +30,8 @@ use crate::config::{MasterAddr, MasterType, MinionConfig};
 use crate::identity;
 use crate::jobs::{Jobs, Refresh};
 use crate::link::{Action, Input, KeyState, Link};
+use crate::reaper::Reaper;
+use crate::renewal;
 
 type Client = MinionServiceClient<Channel>;
 
@@ -71,6 +73,8 @@ pub struct Shared {
     pub endpoint: Option<saltq_transport::QuicEndpoint>,
     /// Grains computed once; each minion's id is set on its copy.
     pub grains: Option<Value>,
+    /// The reaper that kills the jobs' commands if this process dies without doing it.
+    pub reaper: Option<Arc<Reaper>>,
 }
 
 /// Fetches `file_roots/_<kind>` from the master for `saltutil.sync_*`.
@@ -107,7 +111,26 @@ impl saltq_exec::ModuleSource for MasterFiles {
 
 /// Runs the minion until `shutdown` turns true.
 pub async fn run(cfg: MinionConfig, shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
-    run_with(cfg, shutdown, Shared::default()).await
+    let shared = Shared {
+        reaper: start_reaper(),
+        ..Shared::default()
+    };
+    run_with(cfg, shutdown, shared).await
+}
+
+/// Starts this process's reaper, or says what a failure means and goes on without one.
+pub fn start_reaper() -> Option<Arc<Reaper>> {
+    match Reaper::start() {
+        Ok(r) => Some(Arc::new(r)),
+        Err(e) => {
+            tracing::warn!(
+                error = %e,
+                "cannot start the reaper process: jobs' commands will outlive this minion if \
+                 it is killed (SIGKILL) or crashes"
+            );
+            None
+        }
+    }
 }
 
 /// Runs the minion with resources shared with other minions in this process.
@@ -119,7 +142,7 @@ pub async fn run_with(
     let cfg = Arc::new(cfg);
     // Creating a key writes and syncs files: off the async workers, which a swarm shares
     // between thousands of minions.
-    let (ident, mut trust) = {
+    let (mut ident, mut trust) = {
         let cfg = cfg.clone();
         tokio::task::spawn_blocking(move || {
             anyhow::Ok((
@@ -129,6 +152,15 @@ pub async fn run_with(
         })
         .await??
     };
+    let mut held = identity::held(&ident)?;
+    if !held.self_signed && held.validity.expired_at(unix_now()) {
+        tracing::warn!(
+            "the minion certificate {} expired at {}: the master will refuse it",
+            cfg.pki_dir.join(identity::CERT_FILE).display(),
+            saltq_transport::pki::format_time(held.validity.not_after)
+        );
+    }
+    let mut renewal = Renewal::Idle;
     let initial = match &shared.grains {
         Some(g) => {
             let mut g = g.clone();
@@ -157,7 +189,16 @@ pub async fn run_with(
     .with_events(Arc::new(MasterEvents {
         chan: chan_rx.clone(),
         cfg: cfg.clone(),
-    }));
+    }))
+    .with_files(Arc::new(crate::files::MasterFiles {
+        chan: chan_rx.clone(),
+        cfg: cfg.clone(),
+    }))
+    .with_states(Arc::new(saltq_states::Engine::new()));
+    let ctx = match &shared.reaper {
+        Some(r) => ctx.with_process_watch(r.clone()),
+        None => ctx,
+    };
     let (ret_tx, ret_rx) = mpsc::unbounded_channel();
     tokio::spawn(outbox(ret_rx, chan_rx.clone(), cfg.clone()));
     if let Some(addr) = cfg.health {
@@ -198,9 +239,12 @@ pub async fn run_with(
         let list: Vec<String> = masters.iter().map(ToString::to_string).collect();
         tracing::info!("master_type failover: masters in order {}", list.join(", "));
     }
+    // The startup states run once, at the first connection (taken then).
+    let mut startup = cfg.startup.clone();
     let mut link = Link::new(backoff, cfg.acceptance_wait_time)
         .with_masters(masters.len())
-        .with_retry_dns(cfg.retry_dns);
+        .with_retry_dns(cfg.retry_dns)
+        .with_busy_wait(cfg.random_reauth_delay);
     let mut phase = Phase::Idle;
     let mut decided = Some(link.start());
     loop {
@@ -252,6 +296,8 @@ pub async fn run_with(
             e = phase.next() => e,
             // Refreshes wait for a subscription: they talk to the master.
             Some(r) = refresh_rx.recv(), if serving => Event::Refresh(r),
+            // So do certificate renewals.
+            e = renewal.next(), if serving => e,
         };
         let unit = rand::random::<f64>();
         // The master this event is about: the link may move on to another.
@@ -268,6 +314,17 @@ pub async fn run_with(
             }
             Event::Dialed(Err(e)) => {
                 tracing::warn!("{e}");
+                if e.kind == saltq_transport::client::FailureKind::CertificateRejected
+                    && !held.self_signed
+                    && held.validity.expired_at(unix_now())
+                {
+                    let path = cfg.pki_dir.join(identity::CERT_FILE);
+                    tracing::error!(
+                        "the master refused our certificate {}: it expired at {} and was not renewed in time; install a new certificate there, or remove it to connect with a self-signed one (subject to key acceptance)",
+                        path.display(),
+                        saltq_transport::pki::format_time(held.validity.not_after)
+                    );
+                }
                 let action = link.on(Input::ConnectFailed(e.kind), unit);
                 moving_on(&masters, master, &link, action, "unreachable");
                 Some(action)
@@ -314,6 +371,17 @@ pub async fn run_with(
                     Some(Kind::Welcome(w)) => {
                         let p = Value::Object(value::opt_struct(w.pillar.as_ref()));
                         *pillar.write().unwrap_or_else(|e| e.into_inner()) = p;
+                        renewal = if w.issues_certificates {
+                            Renewal::after(renewal::next_request(held, unix_now()))
+                        } else {
+                            Renewal::Idle
+                        };
+                        // Salt's `_state_run`: once, at the first connection after start,
+                        // with the pillar the master just sent.
+                        if let Some(run) = startup.take() {
+                            tracing::info!(fun = run.fun, "running the startup states");
+                            start_job(&cfg, &ctx, &jobs, startup_load(&cfg, run), &ret_tx);
+                        }
                     }
                     Some(Kind::Job(load)) => start_job(&cfg, &ctx, &jobs, load, &ret_tx),
                     // `control` is deprecated: no master sends it.
@@ -331,6 +399,61 @@ pub async fn run_with(
             Event::Refresh(r) => {
                 if let Phase::Serving(sub) = &mut phase {
                     refresh(&cfg, &mut sub.client, &ctx, r).await;
+                }
+                None
+            }
+            Event::RenewDue => {
+                if let Phase::Serving(sub) = &phase {
+                    let mut c = sub.client.clone();
+                    renewal = Renewal::Asking(Box::pin(async move {
+                        c.renew_certificate(pb::RenewCertificateRequest {})
+                            .await
+                            .map(tonic::Response::into_inner)
+                    }));
+                }
+                None
+            }
+            Event::Renewed(Err(s)) if s.code() == Code::FailedPrecondition => {
+                // The master will not issue us one and said why; its next Welcome says again.
+                tracing::warn!("the master issues us no certificate: {}", s.message());
+                renewal = Renewal::Idle;
+                None
+            }
+            Event::Renewed(answer) => {
+                let installed = match answer {
+                    Ok(resp) => {
+                        let for_disk = cfg.clone();
+                        tokio::task::spawn_blocking(move || {
+                            identity::install_certificate(&for_disk, &resp.certificate_chain_pem)
+                        })
+                        .await
+                        .map_err(anyhow::Error::from)
+                        .and_then(|r| r)
+                        .and_then(|new| Ok((identity::held(&new)?, new)))
+                        .map_err(|e| format!("{e:#}"))
+                    }
+                    Err(s) => Err(s.message().to_owned()),
+                };
+                match installed {
+                    Ok((new_held, new)) => {
+                        tracing::info!(
+                            "renewed the minion certificate {} (serial {}), valid until {}: used from the next connection",
+                            cfg.pki_dir.join(identity::CERT_FILE).display(),
+                            saltq_transport::pki::serial_hex(&new.chain[0]).unwrap_or_default(),
+                            saltq_transport::pki::format_time(new_held.validity.not_after)
+                        );
+                        ident = new;
+                        held = new_held;
+                        renewal = Renewal::after(renewal::next_request(held, unix_now()));
+                    }
+                    Err(e) => {
+                        let wait = renewal::retry_after(held, unix_now());
+                        tracing::warn!(
+                            "certificate renewal failed: {e}; retrying in {wait:?} (the certificate is valid until {})",
+                            saltq_transport::pki::format_time(held.validity.not_after)
+                        );
+                        renewal = Renewal::after(wait);
+                    }
                 }
                 None
             }
@@ -361,6 +484,10 @@ enum Event {
     Message(Option<Box<pb::SubscribeResponse>>),
     /// An execution function asked for a refresh.
     Refresh(Refresh),
+    /// Time to ask the master for a certificate.
+    RenewDue,
+    /// The master answered the certificate request.
+    Renewed(Result<pb::RenewCertificateResponse, Status>),
     /// SIGTERM, Ctrl-C, or the swarm stopping.
     Shutdown,
 }
@@ -430,6 +557,47 @@ impl Phase {
             Phase::Idle | Phase::Waiting(_) | Phase::Dialing(_) => None,
         }
     }
+}
+
+/// Getting a certificate from the master, as `renewal.rs` schedules it.
+enum Renewal {
+    /// The master offers none (or has not said yet).
+    Idle,
+    /// Asking when this sleep ends.
+    Due(Pin<Box<tokio::time::Sleep>>),
+    /// The request, on the subscription's connection.
+    Asking(BoxFuture<Result<pb::RenewCertificateResponse, Status>>),
+}
+
+impl Renewal {
+    fn after(wait: Duration) -> Renewal {
+        Renewal::Due(Box::pin(tokio::time::sleep(wait)))
+    }
+
+    /// The next event of the renewal under way; never, when there is none.
+    async fn next(&mut self) -> Event {
+        match self {
+            Renewal::Idle => std::future::pending().await,
+            Renewal::Due(sleep) => {
+                sleep.as_mut().await;
+                *self = Renewal::Idle;
+                Event::RenewDue
+            }
+            Renewal::Asking(answer) => {
+                let answer = answer.as_mut().await;
+                *self = Renewal::Idle;
+                Event::Renewed(answer)
+            }
+        }
+    }
+}
+
+/// Seconds since the Unix epoch.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or_default()
 }
 
 /// Classifies a refused subscription for the link: the master names our key's state in
@@ -530,6 +698,19 @@ fn targets_me(cfg: &MinionConfig, ctx: &CallContext, load: &pb::JobLoad) -> bool
     })
 }
 
+/// The job of `startup_states`, as Salt's minion makes it: the jid `"req"` (the master
+/// gives the return a jid of its own), targeting this minion.
+fn startup_load(cfg: &MinionConfig, run: crate::config::StartupRun) -> pb::JobLoad {
+    pb::JobLoad {
+        jid: "req".into(),
+        tgt: cfg.id.clone(),
+        tgt_type: "glob".into(),
+        fun: vec![run.fun.into()],
+        arg: run.arg.iter().map(value::to_prost).collect(),
+        ..Default::default()
+    }
+}
+
 fn start_job(
     cfg: &Arc<MinionConfig>,
     ctx: &CallContext,
@@ -613,6 +794,7 @@ fn start_job(
             metadata: load.metadata.clone(),
         };
         truncate_if_oversized(&mut req, max);
+        replace_if_too_deep(&mut req);
         let _ = ret_tx.send(Outgoing {
             req,
             id: task_id,
@@ -632,6 +814,22 @@ fn truncate_if_oversized(req: &mut pb::ReturnRequest, max: usize) {
         tracing::warn!(jid = %req.jid, len, max, "return too large, truncated");
         req.r#return = Some(value::to_prost(&json!(format!(
             "[saltq: return truncated: {len} bytes exceeds the message size limit of {max} bytes]"
+        ))));
+        req.retcode = if req.retcode == 0 { 1 } else { req.retcode };
+        req.success = false;
+    }
+}
+
+/// A return nested deeper than the master can decode would be refused and lost: replace it
+/// with a marker saying so, as an oversized one is.
+fn replace_if_too_deep(req: &mut pb::ReturnRequest) {
+    // The request itself does not count: its return value is the first level.
+    let depth = req.r#return.as_ref().map_or(0, value::nesting);
+    if depth > value::MAX_NESTING {
+        tracing::warn!(jid = %req.jid, depth, "return nested too deeply, replaced");
+        req.r#return = Some(value::to_prost(&json!(format!(
+            "[saltq: return not sent: nested {depth} protobuf messages deep, more than the {} the master decodes]",
+            value::MAX_NESTING
         ))));
         req.retcode = if req.retcode == 0 { 1 } else { req.retcode };
         req.success = false;
@@ -804,6 +1002,37 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
+
+    #[test]
+    fn a_return_too_deep_for_the_master_is_replaced_with_a_marker() {
+        let mut v = json!("bottom");
+        for _ in 0..60 {
+            v = json!([v]);
+        }
+        let mut req = pb::ReturnRequest {
+            jid: "20260101000000000000".into(),
+            r#return: Some(value::to_prost(&v)),
+            success: true,
+            ..Default::default()
+        };
+        replace_if_too_deep(&mut req);
+        assert_eq!(
+            req.r#return.as_ref().map(value::from_prost),
+            Some(json!(
+                "[saltq: return not sent: nested 121 protobuf messages deep, more than the 100 the master decodes]"
+            ))
+        );
+        assert_eq!((req.retcode, req.success), (1, false));
+        // One that fits is left alone.
+        let fits = value::to_prost(&json!([[["bottom"]]]));
+        let mut req = pb::ReturnRequest {
+            r#return: Some(fits.clone()),
+            success: true,
+            ..Default::default()
+        };
+        replace_if_too_deep(&mut req);
+        assert_eq!((req.r#return, req.success), (Some(fits), true));
+    }
 
     #[test]
     fn return_answers_are_classified() {

@@ -1,5 +1,6 @@
 //! The minion's own key and certificate, and how it trusts its master.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
@@ -7,10 +8,12 @@ use saltq_transport::pki::{self, CertKey};
 use saltq_transport::tls::ServerTrust;
 
 use crate::config::MinionConfig;
+use crate::renewal::Held;
 
 /// File names under the minion's `pki_dir`.
 pub const KEY_FILE: &str = "minion.key";
-/// The self-signed certificate naming the minion id.
+/// The certificate naming the minion id: self-signed, or issued by the master's CA (or another
+/// CA) for the minion's key.
 pub const CERT_FILE: &str = "minion.crt";
 /// The master's CA, pinned on first contact.
 pub const PINNED_CA_FILE: &str = "master_ca.crt";
@@ -39,6 +42,47 @@ pub fn ensure_identity(cfg: &MinionConfig) -> anyhow::Result<CertKey> {
         pki::write_public(&cert_path, &cert)?;
     }
     Ok(CertKey::load(&cert_path, &key_path)?)
+}
+
+/// What renewal needs to know of the certificate the minion presents.
+pub fn held(ident: &CertKey) -> anyhow::Result<Held> {
+    let leaf = ident
+        .chain
+        .first()
+        .context("the minion certificate holds no certificate")?;
+    Ok(Held {
+        self_signed: pki::subject(leaf)?.self_issued,
+        validity: pki::validity(leaf)?,
+    })
+}
+
+/// Takes a certificate the master issued: checks it names this minion and carries its key,
+/// writes it over `minion.crt` (beside it, then renamed: a crash leaves the old one or the new
+/// one, never half) and returns the identity for the next connection.
+pub fn install_certificate(cfg: &MinionConfig, chain_pem: &str) -> anyhow::Result<CertKey> {
+    let cert_path = cfg.pki_dir.join(CERT_FILE);
+    let key_path = cfg.pki_dir.join(KEY_FILE);
+    let chain = pki::certs_from_pem(chain_pem.as_bytes(), Path::new("the issued certificate"))?;
+    let cn = pki::subject(&chain[0])?.common_name;
+    if cn.as_deref() != Some(cfg.id.as_str()) {
+        anyhow::bail!(
+            "the master issued a certificate for {:?}, not for this minion ({})",
+            cn.unwrap_or_default(),
+            cfg.id
+        );
+    }
+    let issued = CertKey {
+        chain,
+        key: pki::load_key(&key_path)?,
+    };
+    saltq_transport::tls::check_client_pair(&issued).with_context(|| {
+        format!(
+            "the master issued a certificate for another key than {}",
+            key_path.display()
+        )
+    })?;
+    pki::write_public(&cert_path, chain_pem)?;
+    Ok(issued)
 }
 
 /// How to trust the master: the configured CA file, else a pinned CA, else trust on first use.

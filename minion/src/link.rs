@@ -100,6 +100,9 @@ pub struct Link {
     failed: usize,
     /// Salt's `retry_dns`: an unresolved name waits this long on the same master.
     retry_dns: Option<Duration>,
+    /// Salt's `random_reauth_delay`: a master too busy for our handshake is dialed again after
+    /// a random wait up to this (zero: the backoff).
+    busy_wait: Duration,
 }
 
 impl Link {
@@ -115,6 +118,7 @@ impl Link {
             current: 0,
             failed: 0,
             retry_dns: None,
+            busy_wait: Duration::ZERO,
         }
     }
 
@@ -128,6 +132,16 @@ impl Link {
     /// `retry_dns`; the config leaves it out with failover, which moves on instead).
     pub fn with_retry_dns(mut self, wait: Option<Duration>) -> Link {
         self.retry_dns = wait;
+        self
+    }
+
+    /// After the master turned the connection away as busy (its handshake admission was
+    /// full), waits a random time up to `wait` before dialing it again. A whole fleet that lost
+    /// its master at once (a restart) then comes back spread over `wait`, at a rate the master
+    /// can admit, instead of returning within the backoff's few seconds and being turned away
+    /// again and again. Masters not refusing anyone are dialed as before.
+    pub fn with_busy_wait(mut self, wait: Duration) -> Link {
+        self.busy_wait = wait;
         self
     }
 
@@ -180,6 +194,19 @@ impl Link {
                 // growing the backoff.
                 self.state = State::Disconnected;
                 Action::DialAfter(self.retry_dns.unwrap_or_default())
+            }
+            Input::ConnectFailed(FailureKind::Busy)
+                if !self.busy_wait.is_zero() && self.failed + 1 >= self.masters =>
+            {
+                // Every master tried in this round is busy: a wait spread uniformly over the
+                // busy wait (full jitter), never shorter than the backoff's step (itself
+                // growing), so that no one dials again at once.
+                self.failed = 0;
+                self.current = (self.current + 1) % self.masters;
+                self.state = State::Disconnected;
+                let spread = self.busy_wait.mul_f64(unit.clamp(0.0, 1.0));
+                let step = self.backoff.next_delay(unit).min(self.busy_wait);
+                Action::DialAfter(spread.max(step))
             }
             Input::ConnectFailed(_) | Input::SubscribeFailed | Input::StreamEnded => {
                 self.move_on(unit)
@@ -294,6 +321,46 @@ mod tests {
             l.on(Input::SubscribeFailed, 0.0),
             Action::DialAfter(ms(2000))
         );
+    }
+
+    #[test]
+    fn a_busy_master_is_dialed_again_spread_over_the_busy_wait() {
+        let mut l = link(true).with_busy_wait(ms(10_000));
+        l.start();
+        let busy = || Input::ConnectFailed(FailureKind::Busy);
+        // Spread uniformly over the whole wait, never below the backoff's step (1 s doubling,
+        // jittered over its upper half).
+        assert_eq!(l.on(busy(), 0.5), Action::DialAfter(ms(5_000)));
+        assert_eq!(l.waited(), Action::Dial);
+        assert_eq!(l.on(busy(), 0.9), Action::DialAfter(ms(9_000)));
+        assert_eq!(l.waited(), Action::Dial);
+        assert_eq!(l.on(busy(), 0.0), Action::DialAfter(ms(2_000)));
+        // Other failures keep the plain backoff, which went on growing; a subscription
+        // resets it.
+        l.waited();
+        assert_eq!(
+            l.on(Input::ConnectFailed(FailureKind::TimedOut), 0.0),
+            Action::DialAfter(ms(4_000))
+        );
+        l.waited();
+        l.on(Input::Connected, 0.0);
+        assert_eq!(l.on(Input::Subscribed, 0.0), Action::Serve);
+        assert_eq!(l.on(busy(), 0.0), Action::DialAfter(ms(500)));
+    }
+
+    #[test]
+    fn a_busy_master_without_a_busy_wait_is_the_backoff_and_failover_moves_on() {
+        let mut l = link(false);
+        l.start();
+        let busy = || Input::ConnectFailed(FailureKind::Busy);
+        assert_eq!(l.on(busy(), 0.7), Action::DialAfter(ms(1_000)));
+        // With two masters, a busy first one moves on to the second at once; both busy wait.
+        let mut f = link(false).with_masters(2).with_busy_wait(ms(10_000));
+        f.start();
+        assert_eq!(f.on(busy(), 0.3), Action::Dial);
+        assert_eq!(f.master(), 1);
+        assert_eq!(f.on(busy(), 0.3), Action::DialAfter(ms(3_000)));
+        assert_eq!(f.master(), 0);
     }
 
     #[test]

@@ -5,9 +5,12 @@ mod backoff;
 mod call;
 mod config;
 mod daemon;
+mod files;
 mod identity;
 mod jobs;
 mod link;
+mod reaper;
+mod renewal;
 mod swarm;
 
 use std::path::PathBuf;
@@ -40,10 +43,17 @@ enum Cmd {
     Call(call::CallArgs),
     /// Run N virtual minions in this process, to load-test a master.
     Swarm(swarm::SwarmArgs),
+    /// Internal: the reaper the minion starts beside itself (see reaper.rs).
+    #[command(name = reaper::SUBCOMMAND, hide = true)]
+    Reap,
 }
 
 fn main() {
     let args = Args::parse();
+    if let Some(Cmd::Reap) = args.cmd {
+        // Needs no config: it only reads its pipe from the minion.
+        std::process::exit(reaper::serve());
+    }
     let mut cfg = match config::MinionConfig::load(&args.config_dir, args.id.clone()) {
         Ok(c) => c,
         Err(e) => {

@@ -56,6 +56,7 @@ pub async fn run(
     let shared = Shared {
         endpoint: Some(endpoint),
         grains: Some(base.compute_grains()),
+        reaper: daemon::start_reaper(),
     };
     let width = (a.start + a.count).to_string().len().max(5);
     let started = Instant::now();

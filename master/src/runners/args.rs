@@ -1,6 +1,11 @@
 //! Binding a runner's positional and keyword arguments to its parameters, with Salt's rules.
 
+use std::time::Duration;
+
 use serde_json::{Map, Value};
+
+/// The most seconds a runner's argument may ask to wait (about 31 years).
+pub const MAX_SECS: f64 = 1e9;
 
 /// A runner's signature and doc.
 pub struct Spec {
@@ -56,12 +61,22 @@ impl Args {
         }
     }
 
-    /// A parameter as seconds.
-    pub fn secs(&self, name: &str) -> Option<f64> {
-        match self.get(name) {
+    /// A parameter as seconds (a number, or a string of one): `None` when not given or null;
+    /// an error naming the parameter when it is not a number from 0 to [`MAX_SECS`] (a
+    /// larger wait would not fit the clock).
+    pub fn secs(&self, name: &str) -> Result<Option<Duration>, String> {
+        let v = self.get(name);
+        let n = match v {
+            Value::Null => return Ok(None),
             Value::Number(n) => n.as_f64(),
-            Value::String(s) => s.parse().ok(),
+            Value::String(s) => s.trim().parse::<f64>().ok(),
             _ => None,
+        };
+        match n {
+            Some(n) if (0.0..=MAX_SECS).contains(&n) => Ok(Some(Duration::from_secs_f64(n))),
+            _ => Err(format!(
+                "{name} must be a number of seconds from 0 to {MAX_SECS}, got {v}"
+            )),
         }
     }
 }
@@ -145,6 +160,43 @@ mod tests {
         kwargs: false,
         doc: "",
     };
+
+    /// Regression (found by tests/tests/e2e/fuzz_grpc.rs): `manage.status timeout=-1` and
+    /// `test.sleep 1e300` panicked the runner's task converting the seconds; now every bad
+    /// value is an error naming the parameter.
+    #[test]
+    fn seconds_are_checked_and_named() {
+        const SLEEP: Spec = Spec {
+            name: "test.sleep",
+            params: &[("s_time", Some("5"))],
+            varargs: false,
+            kwargs: false,
+            doc: "",
+        };
+        let secs = |v: Value| SLEEP.bind(vec![v], Map::new()).unwrap().secs("s_time");
+        assert_eq!(secs(json!(0.5)), Ok(Some(Duration::from_millis(500))));
+        assert_eq!(secs(json!(" 2 ")), Ok(Some(Duration::from_secs(2))));
+        assert_eq!(secs(json!(0)), Ok(Some(Duration::ZERO)));
+        assert_eq!(secs(Value::Null), Ok(None));
+        assert_eq!(
+            SLEEP.bind(vec![], Map::new()).unwrap().secs("s_time"),
+            Ok(Some(Duration::from_secs(5)))
+        );
+        for bad in [
+            json!(-1),
+            json!(1e300),
+            json!("nan"),
+            json!("inf"),
+            json!("x"),
+            json!([1]),
+        ] {
+            let err = secs(bad.clone()).expect_err("refused");
+            assert!(
+                err.starts_with("s_time must be a number of seconds from 0 to 1000000000, got"),
+                "{bad}: {err}"
+            );
+        }
+    }
 
     #[test]
     fn binds_like_python() {

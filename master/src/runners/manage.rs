@@ -62,10 +62,7 @@ pub async fn collect(
 async fn ping(ctx: &RunnerCtx, a: &Args) -> Result<(Vec<String>, Vec<String>), String> {
     let tgt = a.str("tgt").unwrap_or_else(|| "*".into());
     let tgt_type = a.str("tgt_type").unwrap_or_else(|| "glob".into());
-    let timeout = a
-        .secs("timeout")
-        .map(Duration::from_secs_f64)
-        .unwrap_or(ctx.master.cfg.timeout);
+    let timeout = a.secs("timeout")?.unwrap_or(ctx.master.cfg.timeout);
     let (expected, replies) = gather(ctx, &tgt, &tgt_type, "test.ping", vec![], timeout).await?;
     let up: Vec<String> = replies.keys().cloned().collect();
     let mut down: Vec<String> = expected

@@ -28,14 +28,8 @@ async fn event_send(ctx: RunnerCtx, a: Args) -> Result<Value, String> {
 }
 
 async fn sleep(_ctx: RunnerCtx, a: Args) -> Result<Value, String> {
-    let s = a.secs("s_time").unwrap_or(5.0);
-    if !(s.is_finite() && s >= 0.0) {
-        return Err(format!(
-            "s_time must be a non-negative number of seconds, got {}",
-            a.get("s_time")
-        ));
-    }
-    tokio::time::sleep(Duration::from_secs_f64(s)).await;
+    let s = a.secs("s_time")?.unwrap_or(Duration::from_secs(5));
+    tokio::time::sleep(s).await;
     Ok(json!(true))
 }
 

@@ -8,6 +8,7 @@ mod external;
 mod jobs;
 mod manage;
 mod misc;
+mod state;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +59,7 @@ pub fn table() -> Vec<&'static Runner> {
         .chain(manage::RUNNERS)
         .chain(cache::RUNNERS)
         .chain(misc::RUNNERS)
+        .chain(state::RUNNERS)
         .collect()
 }
 
@@ -94,7 +96,14 @@ pub async fn call(
         // A runner runs in its own task: a panic there is reported, not fatal.
         let fut = (r.run)(ctx, bound);
         return match tokio::spawn(fut).await {
-            Ok(Ok(ret)) => Outcome { ret, success: true },
+            Ok(Ok(ret)) => {
+                // Salt's runner client: a return carrying state data (`{"data": ...}`, as
+                // the orchestrate runner's) succeeded when those states did.
+                let success = ret
+                    .get("data")
+                    .is_none_or(|data| saltq_states::run::check_result(data, false));
+                Outcome { ret, success }
+            }
             Ok(Err(e)) => fail(format!("Exception occurred in runner {fun}: {e}")),
             Err(e) => fail(format!("Exception occurred in runner {fun}: {e}")),
         };
@@ -117,8 +126,17 @@ pub async fn execute(
     jid: String,
     fun: String,
     args: Vec<Value>,
-    kwargs: Map<String, Value>,
+    mut kwargs: Map<String, Value>,
 ) -> Outcome {
+    // As salt-run does: an orchestration runs under the runner's own jid, which its
+    // `args` events and the jobs' `__orchestration_jid__` carry.
+    if matches!(
+        fun.as_str(),
+        "state.orchestrate" | "state.orch" | "state.sls"
+    ) && !kwargs.contains_key("orchestration_jid")
+    {
+        kwargs.insert("orchestration_jid".into(), json!(jid));
+    }
     let mut fun_args = args.clone();
     if !kwargs.is_empty() {
         fun_args.push(Value::Object(kwargs.clone()));

@@ -28,12 +28,22 @@ impl JobApi {
     }
 }
 
-fn secs(v: f64, default: Duration) -> Duration {
-    if v.is_finite() && v > 0.0 {
-        Duration::from_secs_f64(v)
-    } else {
-        default
+/// The longest `timeout` or `gather_job_timeout` a job may ask for (about 31 years): past it a
+/// deadline would not fit the clock.
+const MAX_WAIT_SECS: f64 = 1e9;
+
+/// A job's `timeout` or `gather_job_timeout` (`field`): 0, negative or not a number is the
+/// master's default, as an unset field; more than [`MAX_WAIT_SECS`] is refused.
+fn secs(field: &str, v: f64, default: Duration) -> Result<Duration, Status> {
+    if !(v.is_finite() && v > 0.0) {
+        return Ok(default);
     }
+    if v > MAX_WAIT_SECS {
+        return Err(Status::invalid_argument(format!(
+            "{field} {v} is more seconds than saltq waits (at most {MAX_WAIT_SECS})"
+        )));
+    }
+    Ok(Duration::from_secs_f64(v))
 }
 
 type Out = mpsc::Sender<Result<pb::RunResponse, Status>>;
@@ -136,23 +146,28 @@ impl JobService for JobApi {
         &self,
         req: Request<pb::PublishRequest>,
     ) -> Result<Response<pb::PublishResponse>, Status> {
-        let user = super::client_name(&req)?;
+        let who = super::caller(&req)?;
         let (spec, target) = self.master.validate(req.into_inner())?;
         // Nobody follows an async job: its returns are checked against the job cache.
-        let published = self.master.publish_for_client(spec, &target, &user).await?;
+        let published = self.master.publish_for_client(spec, &target, &who).await?;
         Ok(Response::new(published.resp))
     }
 
     async fn run(&self, req: Request<pb::RunRequest>) -> Result<Response<Self::RunStream>, Status> {
-        let user = super::client_name(&req)?;
+        let who = super::caller(&req)?;
+        let user = who.name().to_owned();
         let body = req.into_inner();
         let publish = body
             .publish
             .ok_or_else(|| Status::invalid_argument("run needs a publish request"))?;
-        let timeout = secs(body.timeout, self.master.cfg.timeout);
-        let gather = secs(body.gather_job_timeout, self.master.cfg.gather_job_timeout);
+        let timeout = secs("timeout", body.timeout, self.master.cfg.timeout)?;
+        let gather = secs(
+            "gather_job_timeout",
+            body.gather_job_timeout,
+            self.master.cfg.gather_job_timeout,
+        )?;
         let (spec, target) = self.master.validate(publish)?;
-        let published = self.master.publish_for_client(spec, &target, &user).await?;
+        let published = self.master.publish_for_client(spec, &target, &who).await?;
         let (tx, out) = mpsc::channel(256);
         send(&tx, Kind::Published(published.resp.clone())).await;
         let jid = published.resp.jid.clone();
@@ -170,8 +185,8 @@ impl JobService for JobApi {
         &self,
         req: Request<pb::LookupJobRequest>,
     ) -> Result<Response<pb::LookupJobResponse>, Status> {
-        let user = super::client_name(&req)?;
-        self.master.cfg.acl.check_jobs(&user, "jobs.lookup_jid")?;
+        let who = super::caller(&req)?;
+        self.master.cfg.acl.jobs(&who, "jobs.lookup_jid")?;
         let jid = req.into_inner().jid;
         saltq_semantics::jid::Jid::parse(&jid)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
@@ -202,8 +217,8 @@ impl JobService for JobApi {
         &self,
         req: Request<pb::ListJobsRequest>,
     ) -> Result<Response<pb::ListJobsResponse>, Status> {
-        let user = super::client_name(&req)?;
-        self.master.cfg.acl.check_jobs(&user, "jobs.list_jobs")?;
+        let who = super::caller(&req)?;
+        self.master.cfg.acl.jobs(&who, "jobs.list_jobs")?;
         let r = req.into_inner();
         let filter = JobFilter {
             function: (!r.function.is_empty()).then_some(r.function),
@@ -225,5 +240,31 @@ impl JobService for JobApi {
                 })
                 .collect(),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression (found by tests/tests/e2e/fuzz_grpc.rs): `RunRequest.timeout` of 1e300
+    /// panicked the handler converting it (the client saw its HTTP/3 stream end without
+    /// headers). Too large is now INVALID_ARGUMENT naming the field; 0, negative and NaN stay
+    /// the master's default, as an unset field.
+    #[test]
+    fn job_timeouts_are_checked() {
+        let d = Duration::from_secs(5);
+        assert_eq!(
+            secs("timeout", 2.5, d).unwrap(),
+            Duration::from_millis(2500)
+        );
+        for v in [0.0, -1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            assert_eq!(secs("timeout", v, d).unwrap(), d, "{v}");
+        }
+        for v in [1e300, 1.8e19, 1e10] {
+            let e = secs("gather_job_timeout", v, d).unwrap_err();
+            assert_eq!(e.code(), tonic::Code::InvalidArgument);
+            assert!(e.message().starts_with("gather_job_timeout "), "{e:?}");
+        }
     }
 }

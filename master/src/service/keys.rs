@@ -69,8 +69,7 @@ fn from_pb(s: i32) -> Option<KeyState> {
 impl KeyApi {
     /// Whether the caller's certificate may call the wheel function `fun` (`@wheel`).
     fn allow<T>(&self, req: &Request<T>, fun: &str) -> Result<(), Status> {
-        let user = super::client_name(req)?;
-        self.master.cfg.acl.check_wheel(&user, fun)
+        self.master.cfg.acl.wheel(&super::caller(req)?, fun)
     }
 }
 

@@ -6,12 +6,14 @@ use std::task::{Context, Poll};
 
 use futures_util::Stream;
 use saltq_proto::v1::{self as pb, minion_service_server::MinionService};
+use saltq_transport::pki;
 use saltq_transport::{Peer, value};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status};
 
+use crate::certs::{self, Live};
 use crate::keys::Admission;
 use crate::state::Master;
 
@@ -21,12 +23,20 @@ pub const KEY_STATE_HEADER: &str = saltq_transport::KEY_STATE_HEADER;
 /// The service.
 pub struct MinionApi {
     master: Arc<Master>,
+    /// The master's CA, which issues minion certificates (reloaded when its files change).
+    certs: Arc<Live>,
 }
 
 impl MinionApi {
-    /// Serves `master`.
-    pub fn new(master: Arc<Master>) -> Self {
-        MinionApi { master }
+    /// Serves `master`, issuing minion certificates from `certs`.
+    pub fn new(master: Arc<Master>, certs: Arc<Live>) -> Self {
+        MinionApi { master, certs }
+    }
+
+    /// Whether the master issues the calling minion certificates.
+    fn issues_certificates<T>(&self, req: &Request<T>) -> bool {
+        matches!(super::peer(req), Ok(Peer::Minion { issuer, .. })
+            if certs::may_issue(*issuer, self.master.cfg.issue_minion_certs).is_ok())
     }
 
     /// The calling minion's id, once its key is accepted. `announce` fires `salt/auth`.
@@ -129,6 +139,11 @@ impl MinionService for MinionApi {
         req: Request<pb::SubscribeRequest>,
     ) -> Result<Response<SubscriptionStream>, Status> {
         let id = self.admit(&req, true)?;
+        let issues_certificates = self.issues_certificates(&req);
+        let issuer = match super::peer(&req)? {
+            Peer::Minion { issuer, .. } => *issuer,
+            Peer::Client { .. } => saltq_transport::Issuer::ClientCa,
+        };
         let body = req.into_inner();
         let grains = Value::Object(value::opt_struct(body.grains.as_ref()));
         let pillar = compile_pillar(&self.master, &id, grains.clone())
@@ -142,12 +157,13 @@ impl MinionService for MinionApi {
             kind: Some(pb::subscribe_response::Kind::Welcome(pb::Welcome {
                 master_id: self.master.cfg.id.clone(),
                 pillar: Some(value::json_to_struct(&pillar)),
+                issues_certificates,
             })),
         };
         tx.try_send(Arc::new(welcome))
             .map_err(|_| Status::internal("subscription channel closed"))?;
         let conn_id = self.master.subscribe(&id, grains, pillar, tx);
-        tracing::info!(minion = %id, version = %body.version, "minion subscribed");
+        tracing::info!(minion = %id, version = %body.version, certificate = ?issuer, "minion subscribed");
         let ours = env!("CARGO_PKG_VERSION");
         if !body.version.is_empty() && body.version != ours {
             // Salt's manage.versions tells the same story on demand; a mixed fleet is worth a
@@ -226,9 +242,9 @@ impl MinionService for MinionApi {
     ) -> Result<Response<pb::SyncFilesResponse>, Status> {
         self.admit(&req, false)?;
         let kind = req.into_inner().kind;
-        if !matches!(kind.as_str(), "modules" | "grains" | "returners") {
+        if !matches!(kind.as_str(), "modules" | "states" | "grains" | "returners") {
             return Err(Status::invalid_argument(format!(
-                "unknown sync kind {kind:?}: expected modules, grains or returners"
+                "unknown sync kind {kind:?}: expected modules, states, grains or returners"
             )));
         }
         let mut files = Vec::new();
@@ -258,5 +274,274 @@ impl MinionService for MinionApi {
         files.sort_by(|a, b| a.name.cmp(&b.name));
         files.dedup_by(|a, b| a.name == b.name);
         Ok(Response::new(pb::SyncFilesResponse { files }))
+    }
+
+    async fn list_files(
+        &self,
+        req: Request<pb::ListFilesRequest>,
+    ) -> Result<Response<pb::ListFilesResponse>, Status> {
+        self.admit(&req, false)?;
+        let body = req.into_inner();
+        let kind = body.kind();
+        let roots = self.master.cfg.fileserver.clone();
+        // Walking a tree reads many directories: off the async workers.
+        let listing = tokio::task::spawn_blocking(move || roots.list(&body.saltenv, &body.prefix))
+            .await
+            .map_err(|e| Status::internal(format!("listing the file roots failed: {e}")))?;
+        let paths = match kind {
+            pb::FileListKind::Unspecified | pb::FileListKind::Files => listing.files,
+            pb::FileListKind::Dirs => listing.dirs,
+            pb::FileListKind::EmptyDirs => listing.empty_dirs,
+        };
+        Ok(Response::new(pb::ListFilesResponse { paths }))
+    }
+
+    async fn list_envs(
+        &self,
+        req: Request<pb::ListEnvsRequest>,
+    ) -> Result<Response<pb::ListEnvsResponse>, Status> {
+        self.admit(&req, false)?;
+        Ok(Response::new(pb::ListEnvsResponse {
+            saltenvs: self.master.cfg.fileserver.saltenvs(),
+        }))
+    }
+
+    async fn hash_file(
+        &self,
+        req: Request<pb::HashFileRequest>,
+    ) -> Result<Response<pb::HashFileResponse>, Status> {
+        self.admit(&req, false)?;
+        let body = req.into_inner();
+        let roots = self.master.cfg.fileserver.clone();
+        let hash_type = self.master.cfg.hash_type.clone();
+        tokio::task::spawn_blocking(move || {
+            let Some(found) = roots.find(&body.saltenv, &body.path).map_err(fs_status)? else {
+                return Ok(pb::HashFileResponse::default());
+            };
+            let size = std::fs::metadata(&found.full).map_or(0, |m| m.len());
+            let hsum = saltq_fileserver::hash_file(&found.full, &hash_type).map_err(fs_status)?;
+            Ok(pb::HashFileResponse {
+                found: true,
+                hsum,
+                hash_type,
+                size,
+            })
+        })
+        .await
+        .map_err(|e| Status::internal(format!("hashing a file failed: {e}")))?
+        .map(Response::new)
+    }
+
+    type GetFileStream = FileStream;
+
+    async fn get_file(
+        &self,
+        req: Request<pb::GetFileRequest>,
+    ) -> Result<Response<FileStream>, Status> {
+        let id = self.admit(&req, false)?;
+        let body = req.into_inner();
+        let roots = self.master.cfg.fileserver.clone();
+        let (saltenv, path) = (body.saltenv, body.path);
+        let found = {
+            let (saltenv, path) = (saltenv.clone(), path.clone());
+            tokio::task::spawn_blocking(move || roots.find(&saltenv, &path))
+                .await
+                .map_err(|e| Status::internal(format!("finding a file failed: {e}")))?
+                .map_err(fs_status)?
+        };
+        let Some(found) = found else {
+            return Err(Status::not_found(format!(
+                "salt://{path} is not in the file roots of saltenv {saltenv}"
+            )));
+        };
+        let file = tokio::fs::File::open(&found.full)
+            .await
+            .map_err(|e| Status::internal(format!("{}: {e}", found.full.display())))?;
+        let size = file.metadata().await.map_or(0, |m| m.len());
+        // The log line tells a fetch from a cache hit (the e2e tests count them).
+        tracing::info!(minion = %id, %saltenv, path = %found.rel, size, "serving file");
+        let hash_type = self.master.cfg.hash_type.clone();
+        // At most two chunks wait in memory for the client.
+        let (tx, rx) = mpsc::channel(2);
+        tokio::spawn(send_chunks(file, found.full, hash_type, tx));
+        Ok(Response::new(FileStream { rx }))
+    }
+
+    async fn renew_certificate(
+        &self,
+        req: Request<pb::RenewCertificateRequest>,
+    ) -> Result<Response<pb::RenewCertificateResponse>, Status> {
+        self.renew(req).await
+    }
+}
+
+impl MinionApi {
+    /// `RenewCertificate`: a certificate from the master's CA for the key the minion connected
+    /// with, its id as the common name, valid for `minion_cert_days`.
+    async fn renew(
+        &self,
+        req: Request<pb::RenewCertificateRequest>,
+    ) -> Result<Response<pb::RenewCertificateResponse>, Status> {
+        let id = self.admit(&req, false)?;
+        let Peer::Minion {
+            issuer,
+            public_key_pem,
+            ..
+        } = super::peer(&req)?
+        else {
+            return Err(Status::permission_denied(
+                "MinionService needs a minion certificate",
+            ));
+        };
+        certs::may_issue(*issuer, self.master.cfg.issue_minion_certs)
+            .map_err(|why| Status::failed_precondition(why.message(&id)))?;
+        let public_key_der = pki::spki_from_pem(public_key_pem).ok_or_else(|| {
+            Status::internal(format!("the public key of minion {id} could not be read"))
+        })?;
+        let validity =
+            certs::issued_validity(certs::unix_now(), self.master.cfg.minion_cert_lifetime);
+        let chain = self
+            .certs
+            .authority()
+            .certify(&pki::CertifyRequest {
+                common_name: id.clone(),
+                role: pki::CertRole::Minion,
+                public_key_der,
+                validity,
+            })
+            .map_err(|e| {
+                Status::internal(format!("cannot issue minion {id} a certificate: {e}"))
+            })?;
+        let serial = pki::certs_from_pem(chain.as_bytes(), std::path::Path::new("issued"))
+            .ok()
+            .and_then(|c| pki::serial_hex(&c[0]).ok())
+            .unwrap_or_default();
+        tracing::info!(
+            minion = %id,
+            "issued minion {id} a certificate (serial {serial}) valid until {}",
+            pki::format_time(validity.not_after)
+        );
+        Ok(Response::new(pb::RenewCertificateResponse {
+            certificate_chain_pem: chain,
+            not_before: validity.not_before,
+            not_after: validity.not_after,
+        }))
+    }
+}
+
+/// A refused or failed fileserver request as a status naming the path.
+fn fs_status(e: saltq_fileserver::FsError) -> Status {
+    if e.is_refusal() {
+        Status::invalid_argument(e.to_string())
+    } else {
+        Status::internal(e.to_string())
+    }
+}
+
+/// Reads `file` in chunks onto `tx`, the last message carrying the digest of every byte sent.
+/// Stops early when the client goes away. Async reads: a slow minion holds no thread while
+/// the channel is full, only this task.
+async fn send_chunks(
+    mut file: tokio::fs::File,
+    path: std::path::PathBuf,
+    hash_type: String,
+    tx: mpsc::Sender<Result<pb::GetFileResponse, Status>>,
+) {
+    use tokio::io::AsyncReadExt;
+    let mut hasher = match saltq_fileserver::Hasher::new(&hash_type) {
+        Ok(h) => h,
+        Err(e) => {
+            let _ = tx.send(Err(Status::internal(e.to_string()))).await;
+            return;
+        }
+    };
+    let mut pending: Option<Vec<u8>> = None;
+    loop {
+        let mut buf = vec![0u8; saltq_fileserver::CHUNK_SIZE];
+        let mut n = 0;
+        while n < buf.len() {
+            match file.read(&mut buf[n..]).await {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) => {
+                    let msg = format!("{}: {e}", path.display());
+                    let _ = tx.send(Err(Status::internal(msg))).await;
+                    return;
+                }
+            }
+        }
+        if n == 0 {
+            break;
+        }
+        buf.truncate(n);
+        hasher.update(&buf);
+        if let Some(data) = pending.replace(buf) {
+            let msg = pb::GetFileResponse {
+                data,
+                ..Default::default()
+            };
+            if tx.send(Ok(msg)).await.is_err() {
+                return;
+            }
+        }
+    }
+    let last = pb::GetFileResponse {
+        data: pending.unwrap_or_default(),
+        hsum: hasher.hex(),
+        hash_type,
+    };
+    let _ = tx.send(Ok(last)).await;
+}
+
+/// The chunks of one file on their way to a minion.
+pub struct FileStream {
+    rx: mpsc::Receiver<Result<pb::GetFileResponse, Status>>,
+}
+
+impl Stream for FileStream {
+    type Item = Result<pb::GetFileResponse, Status>;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `send_chunks` sends for a file of `len` bytes.
+    async fn chunks(len: usize) -> (Vec<u8>, Vec<pb::GetFileResponse>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let (tx, mut rx) = mpsc::channel(64);
+        let file = tokio::fs::File::open(&path).await.unwrap();
+        send_chunks(file, path, "sha256".into(), tx).await;
+        let mut out = Vec::new();
+        while let Ok(m) = rx.try_recv() {
+            out.push(m.expect("no error"));
+        }
+        (data, out)
+    }
+
+    #[tokio::test]
+    async fn files_travel_in_full_chunks_with_the_hash_on_the_last() {
+        let size = saltq_fileserver::CHUNK_SIZE;
+        for (len, messages) in [(0, 1), (10, 1), (size, 1), (size + 1, 2), (3 * size + 5, 4)] {
+            let (data, msgs) = chunks(len).await;
+            assert_eq!(msgs.len(), messages, "{len} bytes");
+            let (last, rest) = msgs.split_last().unwrap();
+            assert!(
+                rest.iter()
+                    .all(|m| m.data.len() == size && m.hsum.is_empty())
+            );
+            assert_eq!(last.hash_type, "sha256");
+            let joined: Vec<u8> = msgs.iter().flat_map(|m| m.data.clone()).collect();
+            assert!(joined == data, "{len} bytes arrive whole");
+            let mut h = saltq_fileserver::Hasher::new("sha256").unwrap();
+            h.update(&data);
+            assert_eq!(last.hsum, h.hex(), "{len} bytes");
+        }
     }
 }

@@ -25,7 +25,7 @@ impl RunnerApi {
 
     async fn prepare(
         &self,
-        user: &str,
+        who: &crate::acl::Caller,
         fun: &str,
         arg: &[prost_types::Value],
         kwarg: Option<&prost_types::Struct>,
@@ -35,7 +35,7 @@ impl RunnerApi {
                 "invalid runner name {fun:?}: expected module.function, e.g. jobs.list_jobs"
             )));
         }
-        self.master.cfg.acl.check_runner(user, fun)?;
+        self.master.cfg.acl.runner(who, fun)?;
         let jid = self.master.next_jid("").await?.to_string();
         Ok((
             jid,
@@ -51,11 +51,10 @@ impl RunnerService for RunnerApi {
         &self,
         req: Request<pb::RunRunnerRequest>,
     ) -> Result<Response<pb::RunRunnerResponse>, Status> {
-        let user = super::client_name(&req)?;
+        let who = super::caller(&req)?;
+        let user = who.name().to_owned();
         let r = req.into_inner();
-        let (jid, args, kwargs) = self
-            .prepare(&user, &r.fun, &r.arg, r.kwarg.as_ref())
-            .await?;
+        let (jid, args, kwargs) = self.prepare(&who, &r.fun, &r.arg, r.kwarg.as_ref()).await?;
         let out =
             crate::runners::execute(self.master.clone(), user, jid.clone(), r.fun, args, kwargs)
                 .await;
@@ -70,11 +69,10 @@ impl RunnerService for RunnerApi {
         &self,
         req: Request<pb::RunRunnerAsyncRequest>,
     ) -> Result<Response<pb::RunRunnerAsyncResponse>, Status> {
-        let user = super::client_name(&req)?;
+        let who = super::caller(&req)?;
+        let user = who.name().to_owned();
         let r = req.into_inner();
-        let (jid, args, kwargs) = self
-            .prepare(&user, &r.fun, &r.arg, r.kwarg.as_ref())
-            .await?;
+        let (jid, args, kwargs) = self.prepare(&who, &r.fun, &r.arg, r.kwarg.as_ref()).await?;
         // A long runner never blocks others: each runs in its own task.
         tokio::spawn(crate::runners::execute(
             self.master.clone(),
