@@ -1,0 +1,310 @@
+//! The master config keys salt-api reads: `rest_cherrypy`, `netapi_enable_clients`,
+//! `external_auth` and `token_expire`, validated before any port is bound.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::eauth::ExternalAuth;
+
+/// `rest_cherrypy` as written. Keys Salt has that saltq does not serve are refused by name.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawRestConfig {
+    /// TCP port (required, as in Salt).
+    pub port: Option<u16>,
+    /// Address to listen on (default 0.0.0.0).
+    pub host: Option<IpAddr>,
+    /// PEM certificate chain; the master's own certificate when unset.
+    pub ssl_crt: Option<PathBuf>,
+    /// The key of `ssl_crt`.
+    pub ssl_key: Option<PathBuf>,
+    /// Serve plain HTTP.
+    pub disable_ssl: Option<bool>,
+    /// Errors carry details (Salt: tracebacks).
+    pub debug: Option<bool>,
+    /// URL prefix of every route (default `/`).
+    pub root_prefix: Option<String>,
+    /// Path of the webhook route (default `/hook`).
+    pub webhook_url: Option<String>,
+    /// Webhooks without a token.
+    pub webhook_disable_auth: Option<bool>,
+    /// Answers carry `Expires`/`Cache-Control` that forbid caching (default true).
+    pub expire_responses: Option<bool>,
+    /// Serve `/stats` with request counters (default false).
+    pub collect_stats: Option<bool>,
+    /// `/stats` without a token.
+    pub stats_disable_auth: Option<bool>,
+}
+
+/// The keys as written in the master config.
+#[derive(Debug, Clone, Default)]
+pub struct RawConfig {
+    /// `rest_cherrypy`: turns salt-api on.
+    pub rest_cherrypy: Option<RawRestConfig>,
+    /// `netapi_enable_clients` (default none, as Salt 3006+).
+    pub netapi_enable_clients: Option<Vec<String>>,
+    /// `external_auth`.
+    pub external_auth: Option<serde_json::Value>,
+    /// `token_expire` in seconds (default 43200).
+    pub token_expire: Option<f64>,
+}
+
+/// Where the server listens and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tls {
+    /// Plain HTTP (`disable_ssl: true`).
+    Off,
+    /// This certificate chain and key.
+    Files {
+        /// PEM chain.
+        cert: PathBuf,
+        /// PEM key.
+        key: PathBuf,
+    },
+}
+
+/// The validated salt-api config.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Listening address.
+    pub addr: SocketAddr,
+    /// TLS, or plain HTTP.
+    pub tls: Tls,
+    /// Errors with details.
+    pub debug: bool,
+    /// Prefix of every route, without a trailing `/` (empty for `/`).
+    pub root_prefix: String,
+    /// Path of the webhook route, without a trailing `/`.
+    pub webhook_url: String,
+    /// Webhooks need no token.
+    pub webhook_disable_auth: bool,
+    /// Forbid caching of answers.
+    pub expire_responses: bool,
+    /// Serve `/stats`.
+    pub collect_stats: bool,
+    /// `/stats` needs no token.
+    pub stats_disable_auth: bool,
+    /// The clients a lowstate chunk may name.
+    pub enable_clients: Vec<String>,
+    /// Users, their backends and permissions.
+    pub external_auth: ExternalAuth,
+    /// Lifetime of a token.
+    pub token_expire: Duration,
+    /// Where tokens are kept (Salt's `token_dir`, `cachedir/tokens`).
+    pub token_dir: PathBuf,
+}
+
+/// The clients Salt's `NetapiClient` has; `ssh` and `local_subset` are not served by saltq.
+pub const CLIENTS: &[&str] = &[
+    "local",
+    "local_async",
+    "local_batch",
+    "local_subset",
+    "runner",
+    "runner_async",
+    "ssh",
+    "wheel",
+    "wheel_async",
+];
+
+/// A bad key: its name and what was wrong.
+pub type KeyError = (String, String);
+
+fn bad(key: &str, message: impl Into<String>) -> KeyError {
+    (key.to_owned(), message.into())
+}
+
+fn path_prefix(key: &str, v: Option<&str>, default: &str) -> Result<String, KeyError> {
+    let v = v.unwrap_or(default);
+    if !v.starts_with('/') {
+        return Err(bad(key, format!("{v:?} must start with /")));
+    }
+    if v.contains(['?', '#', ' ']) {
+        return Err(bad(key, format!("{v:?} is not a URL path")));
+    }
+    Ok(v.trim_end_matches('/').to_owned())
+}
+
+impl Config {
+    /// Validates `raw`; `None` when `rest_cherrypy` is absent (salt-api off). `master_tls` is
+    /// the master's own certificate and key, used when `ssl_crt` is not given; `cachedir` holds
+    /// the tokens.
+    pub fn from_raw(
+        raw: &RawConfig,
+        master_tls: (PathBuf, PathBuf),
+        cachedir: PathBuf,
+    ) -> Result<Option<Config>, KeyError> {
+        let enable_clients = raw.netapi_enable_clients.clone().unwrap_or_default();
+        for c in &enable_clients {
+            if !CLIENTS.contains(&c.as_str()) {
+                return Err(bad(
+                    "netapi_enable_clients",
+                    format!(
+                        "unknown client {c:?}: expected some of {}",
+                        CLIENTS.join(", ")
+                    ),
+                ));
+            }
+        }
+        let external_auth = ExternalAuth::from_value(raw.external_auth.as_ref())
+            .map_err(|m| bad("external_auth", m))?;
+        let token_expire = raw.token_expire.unwrap_or(43200.0);
+        if !(token_expire.is_finite() && token_expire > 0.0 && token_expire <= 1e9) {
+            return Err(bad(
+                "token_expire",
+                format!("{token_expire} is not a positive number of seconds (at most 1e9)"),
+            ));
+        }
+        let Some(rest) = &raw.rest_cherrypy else {
+            return Ok(None);
+        };
+        let port = rest.port.ok_or_else(|| {
+            bad(
+                "rest_cherrypy",
+                "port is required (the TCP port salt-api listens on, e.g. 8000)",
+            )
+        })?;
+        let tls = if rest.disable_ssl.unwrap_or(false) {
+            Tls::Off
+        } else {
+            match (&rest.ssl_crt, &rest.ssl_key) {
+                (Some(cert), Some(key)) => Tls::Files {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                },
+                (None, None) => Tls::Files {
+                    cert: master_tls.0,
+                    key: master_tls.1,
+                },
+                (Some(_), None) => {
+                    return Err(bad("rest_cherrypy", "ssl_key is required with ssl_crt"));
+                }
+                (None, Some(_)) => {
+                    return Err(bad("rest_cherrypy", "ssl_crt is required with ssl_key"));
+                }
+            }
+        };
+        Ok(Some(Config {
+            addr: SocketAddr::new(rest.host.unwrap_or(IpAddr::from([0, 0, 0, 0])), port),
+            tls,
+            debug: rest.debug.unwrap_or(false),
+            root_prefix: path_prefix(
+                "rest_cherrypy.root_prefix",
+                rest.root_prefix.as_deref(),
+                "/",
+            )?,
+            webhook_url: path_prefix(
+                "rest_cherrypy.webhook_url",
+                rest.webhook_url.as_deref(),
+                "/hook",
+            )?,
+            webhook_disable_auth: rest.webhook_disable_auth.unwrap_or(false),
+            expire_responses: rest.expire_responses.unwrap_or(true),
+            collect_stats: rest.collect_stats.unwrap_or(false),
+            stats_disable_auth: rest.stats_disable_auth.unwrap_or(false),
+            enable_clients,
+            external_auth,
+            token_expire: Duration::from_secs_f64(token_expire),
+            token_dir: cachedir.join("tokens"),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(yaml: &str) -> Result<Option<Config>, KeyError> {
+        #[derive(Deserialize)]
+        struct F {
+            rest_cherrypy: Option<RawRestConfig>,
+            netapi_enable_clients: Option<Vec<String>>,
+            external_auth: Option<serde_json::Value>,
+            token_expire: Option<f64>,
+        }
+        let f: F = serde_yaml_ng::from_str(yaml).map_err(|e| bad("yaml", e.to_string()))?;
+        Config::from_raw(
+            &RawConfig {
+                rest_cherrypy: f.rest_cherrypy,
+                netapi_enable_clients: f.netapi_enable_clients,
+                external_auth: f.external_auth,
+                token_expire: f.token_expire,
+            },
+            ("/pki/master.crt".into(), "/pki/master.key".into()),
+            "/cache".into(),
+        )
+    }
+
+    #[test]
+    fn off_unless_rest_cherrypy_is_set() {
+        assert!(load("token_expire: 60").unwrap().is_none());
+    }
+
+    #[test]
+    fn defaults_and_the_masters_certificate() {
+        let c = load("rest_cherrypy: {port: 8000}").unwrap().unwrap();
+        assert_eq!(c.addr, "0.0.0.0:8000".parse().unwrap());
+        assert_eq!(
+            c.tls,
+            Tls::Files {
+                cert: "/pki/master.crt".into(),
+                key: "/pki/master.key".into()
+            }
+        );
+        assert_eq!(c.token_expire, Duration::from_secs(43200));
+        assert_eq!(c.root_prefix, "");
+        assert_eq!(c.webhook_url, "/hook");
+        assert!(c.enable_clients.is_empty());
+        assert_eq!(c.token_dir, PathBuf::from("/cache/tokens"));
+        let c = load(
+            "rest_cherrypy: {port: 8000, host: 127.0.0.1, disable_ssl: true, root_prefix: /api/}",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.tls, Tls::Off);
+        assert_eq!(c.root_prefix, "/api");
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let check = |yaml: &str, key: &str, part: &str| {
+            let (k, m) = load(yaml).unwrap_err();
+            assert_eq!(k, key, "{yaml}: {m}");
+            assert!(m.contains(part), "{yaml}: {m}");
+        };
+        check(
+            "rest_cherrypy: {host: 127.0.0.1}",
+            "rest_cherrypy",
+            "port is required",
+        );
+        check(
+            "rest_cherrypy: {port: 8000, ssl_crt: /a}",
+            "rest_cherrypy",
+            "ssl_key",
+        );
+        check(
+            "rest_cherrypy: {port: 8000}\nnetapi_enable_clients: [local, lokal]",
+            "netapi_enable_clients",
+            "unknown client \"lokal\"",
+        );
+        check(
+            "rest_cherrypy: {port: 8000}\ntoken_expire: -1",
+            "token_expire",
+            "-1",
+        );
+        check(
+            "rest_cherrypy: {port: 8000, webhook_url: hook}",
+            "rest_cherrypy.webhook_url",
+            "must start with /",
+        );
+        check(
+            "rest_cherrypy: {port: 8000}\nexternal_auth: {ldap: {alice: ['.*']}}",
+            "external_auth",
+            "ldap",
+        );
+        assert!(serde_yaml_ng::from_str::<RawRestConfig>("port: 1\nthread_pool: 5").is_err());
+    }
+}

@@ -1,0 +1,473 @@
+//! `external_auth`: which backend checks a user's password, and what the user may then do.
+//!
+//! Salt's format: `external_auth: {file: {^filename: ..., alice: ['test.*', '@runner'], '*':
+//! [...], 'ops%': [...]}}`. Keys starting with `^` are the backend's options; the others are user
+//! names, `*` (every user of the backend) or `group%` (users in a system group). The `file`
+//! backend is Salt's `salt/auth/file.py`: a `text` file (`^field_separator`, `^username_field`,
+//! `^password_field`, `^hashtype` plaintext or a hashlib digest) or an `htpasswd` file (bcrypt,
+//! `{SHA}`, SHA-256/512-crypt, or plain text as passlib's default context).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde_json::Value;
+use sha2::Digest;
+
+/// A `file` backend's options.
+#[derive(Debug, Clone)]
+pub struct FileAuth {
+    /// `^filename`.
+    pub filename: PathBuf,
+    /// `^filetype`: text or htpasswd.
+    pub filetype: FileType,
+    /// `^hashtype` of a text file: plaintext, md5, sha1, sha224, sha256, sha384, sha512.
+    pub hashtype: String,
+    /// `^field_separator` (default `:`).
+    pub field_separator: String,
+    /// `^username_field`, from 1.
+    pub username_field: usize,
+    /// `^password_field`, from 1.
+    pub password_field: usize,
+}
+
+/// The kinds of password file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileType {
+    /// `user:password` lines, the password plain or a hex digest.
+    Text,
+    /// Apache's htpasswd.
+    Htpasswd,
+}
+
+/// One backend: how it checks passwords, and its users' permissions.
+#[derive(Debug, Clone)]
+pub struct Eauth {
+    /// The password check.
+    pub check: Check,
+    /// Users, `*` and `group%` → permission entries (Salt's format, kept as written).
+    pub users: BTreeMap<String, Vec<Value>>,
+}
+
+/// How a backend checks a password.
+#[derive(Debug, Clone)]
+pub enum Check {
+    /// Salt's `file`.
+    File(FileAuth),
+}
+
+/// Every configured backend, by name.
+#[derive(Debug, Clone, Default)]
+pub struct ExternalAuth {
+    /// Backends by eauth name.
+    pub backends: BTreeMap<String, Eauth>,
+}
+
+const HASHTYPES: &[&str] = &[
+    "plaintext",
+    "md5",
+    "sha1",
+    "sha224",
+    "sha256",
+    "sha384",
+    "sha512",
+];
+
+fn opt_str(opts: &serde_json::Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+    match opts.get(key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(other) => Err(format!("file: {key} must be a string, not {other}")),
+    }
+}
+
+fn field(
+    opts: &serde_json::Map<String, Value>,
+    key: &str,
+    default: usize,
+) -> Result<usize, String> {
+    match opt_str(opts, key)? {
+        None => Ok(default),
+        Some(s) => match s.parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(format!(
+                "file: {key} must be a field number from 1, not {s:?}"
+            )),
+        },
+    }
+}
+
+impl FileAuth {
+    fn from_opts(opts: &serde_json::Map<String, Value>) -> Result<FileAuth, String> {
+        let filename =
+            opt_str(opts, "^filename")?.ok_or("file: ^filename is required (the password file)")?;
+        let filetype = match opt_str(opts, "^filetype")?.as_deref().unwrap_or("text") {
+            "text" => FileType::Text,
+            "htpasswd" => FileType::Htpasswd,
+            other => {
+                return Err(format!(
+                    "file: ^filetype {other:?} is not served by saltq: expected text or htpasswd"
+                ));
+            }
+        };
+        let hashtype = opt_str(opts, "^hashtype")?.unwrap_or_else(|| "plaintext".into());
+        if !HASHTYPES.contains(&hashtype.as_str()) {
+            return Err(format!(
+                "file: ^hashtype {hashtype:?} is unknown: expected one of {}",
+                HASHTYPES.join(", ")
+            ));
+        }
+        let field_separator = opt_str(opts, "^field_separator")?.unwrap_or_else(|| ":".into());
+        if field_separator.is_empty() {
+            return Err("file: ^field_separator must not be empty".into());
+        }
+        Ok(FileAuth {
+            filename: filename.into(),
+            filetype,
+            hashtype,
+            field_separator,
+            username_field: field(opts, "^username_field", 1)?,
+            password_field: field(opts, "^password_field", 2)?,
+        })
+    }
+
+    /// Whether `password` is `user`'s. An unreadable file is logged and refuses everyone.
+    pub fn verify(&self, user: &str, password: &str) -> bool {
+        let text = match std::fs::read_to_string(&self.filename) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::error!(
+                    "eauth file: cannot read ^filename {}: {e}",
+                    self.filename.display()
+                );
+                return false;
+            }
+        };
+        match self.filetype {
+            FileType::Text => self.verify_text(&text, user, password),
+            FileType::Htpasswd => verify_htpasswd(&text, user, password),
+        }
+    }
+
+    /// Salt's `_text`: the first line naming the user decides.
+    fn verify_text(&self, text: &str, user: &str, password: &str) -> bool {
+        for line in text.lines() {
+            let fields: Vec<&str> = line.trim().split(self.field_separator.as_str()).collect();
+            let (Some(name), Some(stored)) = (
+                fields.get(self.username_field - 1),
+                fields.get(self.password_field - 1),
+            ) else {
+                tracing::error!(
+                    "eauth file: a line of {} has no field {} or {}",
+                    self.filename.display(),
+                    self.username_field,
+                    self.password_field
+                );
+                return false;
+            };
+            if *name == user {
+                return match self.hashtype.as_str() {
+                    "plaintext" => constant_eq(stored.as_bytes(), password.as_bytes()),
+                    h => constant_eq(stored.as_bytes(), digest(h, password).as_bytes()),
+                };
+            }
+        }
+        false
+    }
+}
+
+/// The hex digest of `text` with hashlib's `name`.
+pub fn digest(name: &str, text: &str) -> String {
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+    let t = text.as_bytes();
+    match name {
+        "md5" => hex(&md5::Md5::digest(t)),
+        "sha1" => hex(&sha1::Sha1::digest(t)),
+        "sha224" => hex(&sha2::Sha224::digest(t)),
+        "sha256" => hex(&sha2::Sha256::digest(t)),
+        "sha384" => hex(&sha2::Sha384::digest(t)),
+        _ => hex(&sha2::Sha512::digest(t)),
+    }
+}
+
+fn constant_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Checks `password` against `user`'s line of an htpasswd file.
+pub fn verify_htpasswd(text: &str, user: &str, password: &str) -> bool {
+    let Some(hash) = text.lines().find_map(|l| {
+        let (name, hash) = l.trim_end().split_once(':')?;
+        (name == user).then_some(hash)
+    }) else {
+        return false;
+    };
+    if hash.starts_with("$2") {
+        return bcrypt::verify(password, hash).unwrap_or(false);
+    }
+    if let Some(b64) = hash.strip_prefix("{SHA}") {
+        use base64::Engine;
+        let want = base64::engine::general_purpose::STANDARD.encode(sha1::Sha1::digest(password));
+        return constant_eq(b64.as_bytes(), want.as_bytes());
+    }
+    if hash.starts_with("$5$") || hash.starts_with("$6$") {
+        return sha_crypt_matches(password, hash);
+    }
+    if hash.starts_with("$apr1$") || hash.starts_with("$1$") {
+        tracing::error!(
+            "eauth file: {user}'s htpasswd entry is MD5-crypt, which saltq does not check: use bcrypt (htpasswd -B)"
+        );
+        return false;
+    }
+    constant_eq(hash.as_bytes(), password.as_bytes())
+}
+
+/// Checks a SHA-256-crypt (`$5$`) or SHA-512-crypt (`$6$`) hash: `$id$[rounds=N$]salt$hash`.
+fn sha_crypt_matches(password: &str, hash: &str) -> bool {
+    let parts: Vec<&str> = hash.split('$').collect();
+    let (id, rounds, salt, want) = match parts.as_slice() {
+        ["", id, r, salt, want] if r.starts_with("rounds=") => {
+            let Ok(n) = r["rounds=".len()..].parse::<usize>() else {
+                return false;
+            };
+            (*id, n, *salt, *want)
+        }
+        ["", id, salt, want] => (*id, 5000, *salt, *want),
+        _ => return false,
+    };
+    let got = match id {
+        "5" => sha_crypt::Sha256Params::new(rounds).ok().and_then(|p| {
+            sha_crypt::sha256_crypt_b64(password.as_bytes(), salt.as_bytes(), &p).ok()
+        }),
+        _ => sha_crypt::Sha512Params::new(rounds).ok().and_then(|p| {
+            sha_crypt::sha512_crypt_b64(password.as_bytes(), salt.as_bytes(), &p).ok()
+        }),
+    };
+    got.is_some_and(|g| constant_eq(g.as_bytes(), want.as_bytes()))
+}
+
+impl ExternalAuth {
+    /// Reads `external_auth`; `None` is no backend at all.
+    pub fn from_value(v: Option<&Value>) -> Result<ExternalAuth, String> {
+        let mut out = ExternalAuth::default();
+        let Some(v) = v else { return Ok(out) };
+        let Value::Object(map) = v else {
+            return Err(format!("expected a mapping of eauth backends, not {v}"));
+        };
+        for (name, conf) in map {
+            let Value::Object(conf) = conf else {
+                return Err(format!("{name}: expected a mapping of users, not {conf}"));
+            };
+            let (opts, users): (serde_json::Map<_, _>, serde_json::Map<_, _>) = conf
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .partition(|(k, _)| k.starts_with('^'));
+            let check = match name.as_str() {
+                "file" => Check::File(FileAuth::from_opts(&opts)?),
+                other => {
+                    return Err(format!(
+                        "eauth backend {other:?} is not served by saltq: the backends are file"
+                    ));
+                }
+            };
+            let mut perms = BTreeMap::new();
+            for (user, entries) in users {
+                let entries = match entries {
+                    Value::Array(a) => a,
+                    Value::Null => vec![],
+                    other => {
+                        return Err(format!(
+                            "{name}: {user}: expected a list of permissions, not {other}"
+                        ));
+                    }
+                };
+                for e in &entries {
+                    check_entry(e).map_err(|m| format!("{name}: {user}: {m}"))?;
+                }
+                perms.insert(user, entries);
+            }
+            out.backends.insert(
+                name.clone(),
+                Eauth {
+                    check,
+                    users: perms,
+                },
+            );
+        }
+        Ok(out)
+    }
+
+    /// Whether `password` is `user`'s in backend `eauth`; an unknown backend is a refusal.
+    pub fn authenticate(&self, eauth: &str, user: &str, password: &str) -> bool {
+        match self.backends.get(eauth).map(|b| &b.check) {
+            Some(Check::File(f)) => f.verify(user, password),
+            None => {
+                tracing::warn!("the eauth system {eauth:?} is not enabled");
+                false
+            }
+        }
+    }
+
+    /// The permissions of `user` in `eauth` (Salt's `sum_permissions`): the user's own, then
+    /// `*`'s, then those of each `group%` whose group the user is in.
+    pub fn perms(&self, eauth: &str, user: &str, groups: &[String]) -> Vec<Value> {
+        let Some(b) = self.backends.get(eauth) else {
+            return vec![];
+        };
+        let mut out: Vec<Value> = b.users.get(user).cloned().unwrap_or_default();
+        out.extend(b.users.get("*").cloned().unwrap_or_default());
+        for g in groups {
+            out.extend(b.users.get(&format!("{g}%")).cloned().unwrap_or_default());
+        }
+        out
+    }
+
+    /// Whether `eauth` names a `group%` entry at all (then the user's groups are looked up).
+    pub fn has_groups(&self, eauth: &str) -> bool {
+        self.backends
+            .get(eauth)
+            .is_some_and(|b| b.users.keys().any(|k| k.ends_with('%')))
+    }
+}
+
+/// Salt's `sorted_permissions`: strings first, sorted and deduplicated, then the rest.
+pub fn sorted_permissions(perms: &[Value]) -> Vec<Value> {
+    let mut strs: Vec<&str> = perms.iter().filter_map(Value::as_str).collect();
+    strs.sort();
+    strs.dedup();
+    let mut rest: Vec<&Value> = Vec::new();
+    for p in perms.iter().filter(|p| !p.is_string()) {
+        if !rest.contains(&p) {
+            rest.push(p);
+        }
+    }
+    rest.sort_by_key(|v| v.to_string());
+    strs.into_iter()
+        .map(|s| Value::String(s.into()))
+        .chain(rest.into_iter().cloned())
+        .collect()
+}
+
+/// A permission entry must be a function regex, or a one-key mapping of a target (or
+/// `@runner`/`@wheel`/`@jobs`) to a list of function regexes or argument-restricted entries.
+fn check_entry(e: &Value) -> Result<(), String> {
+    match e {
+        Value::String(s) => regex::Regex::new(s)
+            .map(|_| ())
+            .map_err(|err| format!("{s:?} is not a regular expression: {err}")),
+        Value::Object(m) => {
+            for (tgt, funs) in m {
+                let Value::Array(funs) = funs else {
+                    return Err(format!("{tgt}: expected a list of functions, not {funs}"));
+                };
+                for f in funs {
+                    if !(f.is_string() || f.is_object()) {
+                        return Err(format!("{tgt}: {f} is not a function or a mapping"));
+                    }
+                }
+            }
+            Ok(())
+        }
+        other => Err(format!("{other} is not a permission entry")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ea(dir: &std::path::Path, extra: &str, file: &str) -> ExternalAuth {
+        let path = dir.join("users");
+        std::fs::write(&path, file).unwrap();
+        let yaml = format!(
+            "file:\n  ^filename: {}\n{extra}  alice: ['test.*', '@runner']\n  '*': ['grains.items']\n  'ops%': ['@wheel']\n",
+            path.display()
+        );
+        let v: Value = serde_yaml_ng::from_str(&yaml).unwrap();
+        ExternalAuth::from_value(Some(&v)).unwrap()
+    }
+
+    #[test]
+    fn text_files_plain_and_hashed() {
+        let d = tempfile::tempdir().unwrap();
+        let a = ea(d.path(), "", "alice:secret\nbob:other\n");
+        assert!(a.authenticate("file", "alice", "secret"));
+        assert!(!a.authenticate("file", "alice", "Secret"));
+        assert!(!a.authenticate("file", "mallory", "secret"));
+        assert!(!a.authenticate("pam", "alice", "secret"));
+        let hashed = format!("x|alice|{}\n", digest("sha256", "pw"));
+        let a = ea(
+            d.path(),
+            "  ^hashtype: sha256\n  ^field_separator: '|'\n  ^username_field: 2\n  ^password_field: 3\n",
+            &hashed,
+        );
+        assert!(a.authenticate("file", "alice", "pw"));
+        assert!(!a.authenticate("file", "alice", "px"));
+    }
+
+    #[test]
+    fn htpasswd_schemes() {
+        let bc = bcrypt::hash("b-pw", 4).unwrap();
+        let sha = {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD.encode(sha1::Sha1::digest(b"s-pw"))
+        };
+        let text = format!("carol:{bc}\ndave:{{SHA}}{sha}\nerin:plain\n");
+        assert!(verify_htpasswd(&text, "carol", "b-pw"));
+        assert!(!verify_htpasswd(&text, "carol", "x"));
+        assert!(verify_htpasswd(&text, "dave", "s-pw"));
+        assert!(!verify_htpasswd(&text, "dave", "x"));
+        assert!(verify_htpasswd(&text, "erin", "plain"));
+        assert!(!verify_htpasswd(&text, "frank", "plain"));
+        // `openssl passwd -5 -salt saltsalt pw` and `-6`.
+        let text = "g:$5$saltsalt$0rl.MZtoLLPP3X0Rdl8riRnphIcAXJY27/aOAyK2hB5\nh:$6$saltsalt$pauPrmdmG4BTE9h2HPmywiw152IFch6BJCEsaY6D.PLTfpV8sqvXwWdyfsgVgozkYH9B80bAip/08R2BPH2xk/\n";
+        assert!(verify_htpasswd(text, "h", "pw"));
+        assert!(verify_htpasswd(text, "g", "pw"));
+        assert!(!verify_htpasswd(text, "g", "px"));
+    }
+
+    #[test]
+    fn permissions_sum_user_star_and_groups() {
+        let d = tempfile::tempdir().unwrap();
+        let a = ea(d.path(), "", "alice:secret\n");
+        assert_eq!(
+            a.perms("file", "alice", &[]),
+            vec![json!("test.*"), json!("@runner"), json!("grains.items")]
+        );
+        assert_eq!(
+            a.perms("file", "bob", &["ops".into()]),
+            vec![json!("grains.items"), json!("@wheel")]
+        );
+        assert!(a.has_groups("file"));
+        assert_eq!(
+            sorted_permissions(&[json!("b"), json!({"x": ["y"]}), json!("a"), json!("b")]),
+            vec![json!("a"), json!("b"), json!({"x": ["y"]})]
+        );
+    }
+
+    #[test]
+    fn bad_backends_are_named() {
+        let v: Value = serde_yaml_ng::from_str("file: {alice: ['.*']}").unwrap();
+        assert!(
+            ExternalAuth::from_value(Some(&v))
+                .unwrap_err()
+                .contains("^filename")
+        );
+        let v: Value =
+            serde_yaml_ng::from_str("file: {^filename: /x, ^filetype: htdigest}").unwrap();
+        assert!(
+            ExternalAuth::from_value(Some(&v))
+                .unwrap_err()
+                .contains("htdigest")
+        );
+        let v: Value = serde_yaml_ng::from_str("file: {^filename: /x, alice: ['(']}").unwrap();
+        assert!(
+            ExternalAuth::from_value(Some(&v))
+                .unwrap_err()
+                .contains("alice")
+        );
+    }
+}

@@ -1,0 +1,22 @@
+//! Salt's REST API (`rest_cherrypy`) served by the saltq master: the same URLs, request bodies
+//! and answers as Salt 3007.8's salt-api, so pepper and salt-api scripts work unchanged.
+//!
+//! This crate holds what salt-api decides: its config ([`config`]), who is who (the `file`
+//! eauth backend and `external_auth` permissions, [`eauth`]; tokens that survive a restart,
+//! [`tokens`]; failed-login limits, [`limit`]), how request bodies become lowstate chunks
+//! ([`low`]) and the HTTP routes ([`server`]). It never touches the job system: every chunk is
+//! handed with the caller's [`Identity`] to a [`Backend`], which the master implements by
+//! calling its own gRPC service code, so publisher ACLs and job loads see the eauth user the
+//! same way whichever door a request came through.
+
+pub mod backend;
+pub mod config;
+pub mod eauth;
+pub mod limit;
+pub mod low;
+pub mod server;
+pub mod tokens;
+
+pub use backend::{ApiError, Backend, Event, Identity};
+pub use config::{Config, RawConfig};
+pub use server::serve;

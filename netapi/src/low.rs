@@ -1,0 +1,300 @@
+//! Request bodies to lowstate, as rest_cherrypy reads them: JSON, YAML or form-urlencoded, a
+//! mapping being a one-chunk list; then each chunk to a [`Low`] the backend runs.
+
+use serde_json::{Map, Value};
+
+use crate::backend::{ApiError, Client, Low};
+
+/// The keys of a chunk that are not keyword arguments of a runner or wheel function.
+const RESERVED: &[&str] = &[
+    "client",
+    "fun",
+    "arg",
+    "kwarg",
+    "token",
+    "eauth",
+    "username",
+    "password",
+    "timeout",
+    "full_return",
+    "tgt",
+    "tgt_type",
+    "ret",
+];
+
+/// The body's data by its content type; an empty body is `None`.
+pub fn parse_body(content_type: &str, body: &[u8]) -> Result<Option<Value>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let ct = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    match ct.as_str() {
+        "application/json" => serde_json::from_slice(body)
+            .map(Some)
+            .map_err(|_| ApiError::bad_request("Invalid JSON document")),
+        "application/x-yaml" | "text/yaml" => {
+            let v: serde_yaml_ng::Value = serde_yaml_ng::from_slice(body)
+                .map_err(|_| ApiError::bad_request("Invalid YAML document"))?;
+            serde_json::to_value(v)
+                .map(Some)
+                .map_err(|_| ApiError::bad_request("Invalid YAML document"))
+        }
+        "application/x-www-form-urlencoded" | "" => Ok(Some(parse_form(body))),
+        other => Err(ApiError {
+            status: 415,
+            message: format!("Unsupported Media Type: {other}"),
+        }),
+    }
+}
+
+/// A form: repeated keys become lists; `arg` and `kwarg` values are read as YAML scalars, as
+/// on Salt's command line.
+pub fn parse_form(body: &[u8]) -> Value {
+    let mut m: Map<String, Value> = Map::new();
+    for (k, v) in form_urlencoded::parse(body) {
+        let v = Value::String(v.into_owned());
+        match m.get_mut(k.as_ref()) {
+            Some(Value::Array(a)) => a.push(v),
+            Some(old) => *old = Value::Array(vec![old.take(), v]),
+            None => {
+                m.insert(k.into_owned(), v);
+            }
+        }
+    }
+    if let Some(arg) = m.get_mut("arg") {
+        let items = match arg.take() {
+            Value::Array(a) => a,
+            one => vec![one],
+        };
+        *arg = Value::Array(items.into_iter().map(yamlify).collect());
+    }
+    if let Some(kw) = m.get_mut("kwarg") {
+        *kw = yamlify(kw.take());
+    }
+    Value::Object(m)
+}
+
+/// A string as YAML would read it when it reads as a number, boolean, list or mapping.
+fn yamlify(v: Value) -> Value {
+    let Value::String(s) = &v else { return v };
+    match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(s) {
+        Ok(serde_yaml_ng::Value::String(_)) | Ok(serde_yaml_ng::Value::Null) | Err(_) => v,
+        Ok(other) => serde_json::to_value(other).unwrap_or(v),
+    }
+}
+
+/// rest_cherrypy's `lowdata_fmt`: a mapping is one chunk (its `arg` made a list), a list is
+/// the chunks; anything else is refused.
+pub fn lowstate(data: Option<Value>) -> Result<Vec<Map<String, Value>>, ApiError> {
+    let not_list = || ApiError::bad_request("Lowstates must be a list");
+    match data {
+        Some(Value::Object(mut m)) => {
+            if let Some(a) = m.get_mut("arg")
+                && !a.is_array()
+            {
+                *a = Value::Array(vec![a.take()]);
+            }
+            Ok(vec![m])
+        }
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .map(|c| match c {
+                Value::Object(m) => Ok(m),
+                _ => Err(not_list()),
+            })
+            .collect(),
+        _ => Err(not_list()),
+    }
+}
+
+fn string(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(a) => Some(
+            a.iter()
+                .map(|x| {
+                    x.as_str()
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| x.to_string())
+                })
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    }
+}
+
+/// Checks a chunk's client the way Salt's `NetapiClient.run` does (unknown, then disabled),
+/// then reads it into a [`Low`].
+pub fn to_low(chunk: &Map<String, Value>, enabled: &[String]) -> Result<Low, ApiError> {
+    let name = chunk
+        .get("client")
+        .and_then(Value::as_str)
+        .unwrap_or("None");
+    if !crate::config::CLIENTS.contains(&name) {
+        return Err(ApiError::bad_request(format!(
+            "Invalid client specified: '{name}'"
+        )));
+    }
+    if !enabled.iter().any(|c| c == name) {
+        return Err(ApiError::bad_request(format!(
+            "Client disabled: '{name}'. Add to 'netapi_enable_clients' master config option to enable."
+        )));
+    }
+    let client = match name {
+        "local" => Client::Local,
+        "local_async" => Client::LocalAsync,
+        "runner" => Client::Runner,
+        "runner_async" => Client::RunnerAsync,
+        "wheel" => Client::Wheel,
+        "wheel_async" => Client::WheelAsync,
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "client '{other}' is not served by saltq's salt-api yet"
+            )));
+        }
+    };
+    let fun = string(chunk.get("fun"))
+        .filter(|f| !f.is_empty())
+        .ok_or_else(|| ApiError::bad_request(format!("Missing 'fun' in the {name} lowstate")))?;
+    let local = matches!(client, Client::Local | Client::LocalAsync);
+    let tgt = string(chunk.get("tgt")).unwrap_or_default();
+    if local && tgt.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "Missing 'tgt' in the {name} lowstate"
+        )));
+    }
+    let arg = match chunk.get("arg") {
+        None | Some(Value::Null) => vec![],
+        Some(Value::Array(a)) => a.clone(),
+        Some(Value::String(s)) if s.is_empty() => vec![],
+        Some(one) => vec![one.clone()],
+    };
+    let mut kwarg = match chunk.get("kwarg") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "kwarg must be a mapping, not {other}"
+            )));
+        }
+    };
+    if !local {
+        for (k, v) in chunk {
+            if !RESERVED.contains(&k.as_str()) {
+                kwarg.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    let timeout = match chunk.get("timeout") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => n.as_f64(),
+        Some(Value::String(s)) => Some(s.parse().map_err(|_| {
+            ApiError::bad_request(format!("timeout {s:?} is not a number of seconds"))
+        })?),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "timeout {other} is not a number of seconds"
+            )));
+        }
+    };
+    Ok(Low {
+        client,
+        fun,
+        tgt,
+        tgt_type: string(chunk.get("tgt_type")).unwrap_or_else(|| "glob".into()),
+        arg,
+        kwarg,
+        full_return: chunk
+            .get("full_return")
+            .is_some_and(|v| matches!(v, Value::Bool(true)) || v.as_str() == Some("true")),
+        timeout,
+        ret: string(chunk.get("ret")).unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn bodies_by_content_type() {
+        let j = parse_body("application/json", br#"[{"client":"local"}]"#).unwrap();
+        assert_eq!(j, Some(json!([{"client": "local"}])));
+        let y = parse_body("application/x-yaml", b"- client: local\n  arg: [1]\n").unwrap();
+        assert_eq!(y, Some(json!([{"client": "local", "arg": [1]}])));
+        let f = parse_body(
+            "application/x-www-form-urlencoded; charset=utf-8",
+            b"client=local&tgt=*&fun=test.kwarg&arg=one%3D1&arg=2&kwarg={a: 1}",
+        )
+        .unwrap();
+        assert_eq!(
+            f,
+            Some(json!({"client": "local", "tgt": "*", "fun": "test.kwarg",
+                        "arg": ["one=1", 2], "kwarg": {"a": 1}}))
+        );
+        assert_eq!(
+            parse_body("application/json", b"{x").unwrap_err().message,
+            "Invalid JSON document"
+        );
+        assert_eq!(parse_body("text/plain", b"x").unwrap_err().status, 415);
+        assert_eq!(parse_body("application/json", b"  ").unwrap(), None);
+    }
+
+    #[test]
+    fn lowstate_shapes() {
+        let one = lowstate(Some(json!({"client": "local", "arg": "x"}))).unwrap();
+        assert_eq!(one[0]["arg"], json!(["x"]));
+        assert_eq!(
+            lowstate(Some(json!([{"a": 1}, {"b": 2}]))).unwrap().len(),
+            2
+        );
+        assert_eq!(
+            lowstate(Some(json!("x"))).unwrap_err().message,
+            "Lowstates must be a list"
+        );
+        assert!(lowstate(None).is_err());
+    }
+
+    #[test]
+    fn clients_are_checked_as_salt_does() {
+        let enabled = vec!["local".to_owned(), "runner".to_owned()];
+        let chunk = |v: Value| v.as_object().unwrap().clone();
+        let e = to_low(&chunk(json!({"client": "nosuch"})), &enabled).unwrap_err();
+        assert_eq!(e.message, "Invalid client specified: 'nosuch'");
+        let e = to_low(&chunk(json!({"client": "local_batch"})), &enabled).unwrap_err();
+        assert_eq!(
+            e.message,
+            "Client disabled: 'local_batch'. Add to 'netapi_enable_clients' master config option to enable."
+        );
+        let l = to_low(
+            &chunk(
+                json!({"client": "local", "tgt": ["a", "b"], "tgt_type": "list",
+                          "fun": "test.echo", "arg": "hi", "full_return": true}),
+            ),
+            &enabled,
+        )
+        .unwrap();
+        assert_eq!(
+            (l.client, l.tgt.as_str(), l.arg.clone(), l.full_return),
+            (Client::Local, "a,b", vec![json!("hi")], true)
+        );
+        let r = to_low(
+            &chunk(
+                json!({"client": "runner", "fun": "jobs.lookup_jid", "jid": "1",
+                          "token": "ab", "kwarg": {"x": 1}}),
+            ),
+            &enabled,
+        )
+        .unwrap();
+        assert_eq!(r.kwarg, chunk(json!({"x": 1, "jid": "1"})));
+        assert!(to_low(&chunk(json!({"client": "local", "fun": "x"})), &enabled).is_err());
+    }
+}

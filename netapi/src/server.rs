@@ -1,0 +1,924 @@
+//! The HTTP side: rest_cherrypy's routes on axum, served over TLS (or plain HTTP with
+//! `disable_ssl`) by hyper, one task per connection, all ending when the master stops.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Extension, Path, RawQuery, State};
+use axum::routing::{get, post};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
+use hyper_util::rt::TokioIo;
+use serde_json::{Map, Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
+use tower::ServiceExt;
+
+use crate::backend::{ApiError, Backend, Client, Identity, Low};
+use crate::config::{CLIENTS, Config, Tls};
+use crate::eauth::sorted_permissions;
+use crate::limit::LoginLimiter;
+use crate::low::{lowstate, parse_body, to_low};
+use crate::tokens::{Token, TokenStore};
+
+/// The address a request came from (set on every request by the connection task).
+#[derive(Debug, Clone, Copy)]
+pub struct Remote(pub SocketAddr);
+
+/// Counters for `/stats`.
+#[derive(Debug, Default)]
+struct Stats {
+    requests: AtomicU64,
+    logins: AtomicU64,
+    login_failures: AtomicU64,
+    lowstate_chunks: AtomicU64,
+    event_streams: AtomicU64,
+    hooks: AtomicU64,
+}
+
+/// Everything the handlers share.
+struct Api {
+    cfg: Config,
+    backend: Arc<dyn Backend>,
+    tokens: TokenStore,
+    limiter: LoginLimiter,
+    stats: Stats,
+    started: f64,
+}
+
+type Shared = Arc<Api>;
+type Reply = Response<Body>;
+
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or_default()
+}
+
+/// JSON as Python's `json.dumps` writes it (`", "` and `": "`), which is what salt-api sends.
+pub fn python_json(v: &Value) -> String {
+    struct PyFormatter;
+    impl serde_json::ser::Formatter for PyFormatter {
+        fn begin_array_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first { Ok(()) } else { w.write_all(b", ") }
+        }
+        fn begin_object_key<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first { Ok(()) } else { w.write_all(b", ") }
+        }
+        fn begin_object_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+        ) -> std::io::Result<()> {
+            w.write_all(b": ")
+        }
+    }
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, PyFormatter);
+    serde::Serialize::serialize(v, &mut ser).expect("a JSON value serializes");
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+fn wants_yaml(headers: &HeaderMap) -> bool {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    accept.contains("application/x-yaml") && !accept.contains("application/json")
+}
+
+/// An answer in the format the client accepts (JSON unless it asks for YAML only).
+fn data(status: StatusCode, v: &Value, headers: &HeaderMap) -> Reply {
+    let (ct, body) = if wants_yaml(headers) {
+        (
+            "application/x-yaml",
+            serde_yaml_ng::to_string(v).unwrap_or_default(),
+        )
+    } else {
+        ("application/json", python_json(v))
+    };
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    r
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// An error page as CherryPy's (which salt-api answers every refusal with): the status in the
+/// title and heading, Salt's message in the paragraph.
+pub fn error_page(status: u16, message: &str) -> Reply {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let title = format!(
+        "{} {}",
+        code.as_u16(),
+        code.canonical_reason().unwrap_or_default()
+    );
+    let body = format!(
+        "<!DOCTYPE html PUBLIC\n\"-//W3C//DTD XHTML 1.0 Transitional//EN\"\n\
+         \"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd\">\n<html>\n<head>\n    \
+         <meta http-equiv=\"Content-Type\" content=\"text/html; charset=utf-8\"></meta>\n    \
+         <title>{title}</title>\n</head>\n    <body>\n        <h2>{title}</h2>\n        \
+         <p>{}</p>\n    </body>\n</html>\n",
+        html_escape(message)
+    );
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = code;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html;charset=utf-8"),
+    );
+    r
+}
+
+fn refuse(e: ApiError) -> Reply {
+    error_page(e.status, &e.message)
+}
+
+const NO_PERMISSION: &str = "No permission -- see authorization schemes";
+
+/// The token a request carries: `X-Auth-Token`, else the `session_id` cookie.
+fn request_token(headers: &HeaderMap) -> Option<String> {
+    if let Some(t) = headers.get("x-auth-token").and_then(|v| v.to_str().ok())
+        && !t.is_empty()
+    {
+        return Some(t.trim().to_owned());
+    }
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|c| c.split(';'))
+        .find_map(|kv| {
+            let (k, v) = kv.trim().split_once('=')?;
+            (k == "session_id").then(|| v.to_owned())
+        })
+}
+
+impl Api {
+    fn identity(&self, t: &Token, auth_type: &str) -> Identity {
+        let ea = &self.cfg.external_auth;
+        let groups = if ea.has_groups(&t.eauth) {
+            self.backend.groups(&t.name)
+        } else {
+            vec![]
+        };
+        Identity {
+            user: t.name.clone(),
+            eauth: t.eauth.clone(),
+            auth_type: auth_type.to_owned(),
+            perms: ea.perms(&t.eauth, &t.name, &groups),
+        }
+    }
+
+    /// The session's identity, or 401.
+    fn session(&self, headers: &HeaderMap) -> Result<Identity, ApiError> {
+        let t = request_token(headers)
+            .and_then(|t| self.tokens.get(&t, now()))
+            .ok_or_else(|| ApiError::unauthorized(NO_PERMISSION))?;
+        Ok(self.identity(&t, "token"))
+    }
+
+    /// Checks a password (rate limited per address); the token data on success.
+    fn login(&self, ip: std::net::IpAddr, creds: &Map<String, Value>) -> Result<Token, ApiError> {
+        let s = |k: &str| creds.get(k).and_then(Value::as_str).unwrap_or_default();
+        let (user, password, eauth) = (s("username"), s("password"), s("eauth"));
+        if let Some(wait) = self.limiter.blocked(ip, Instant::now()) {
+            tracing::warn!(%ip, user, "salt-api login refused: too many failed logins from this address");
+            return Err(ApiError {
+                status: 429,
+                message: format!(
+                    "Too many failed logins from {ip}: try again in {} seconds",
+                    wait.as_secs().max(1)
+                ),
+            });
+        }
+        if user.is_empty() || !self.cfg.external_auth.authenticate(eauth, user, password) {
+            self.limiter.failed(ip, Instant::now());
+            self.stats.login_failures.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(%ip, user, eauth, "salt-api login failed");
+            return Err(ApiError::unauthorized(
+                "Could not authenticate using provided credentials",
+            ));
+        }
+        self.limiter.succeeded(ip);
+        self.stats.logins.fetch_add(1, Ordering::Relaxed);
+        self.tokens
+            .create(user, eauth, now(), self.cfg.token_expire.as_secs_f64())
+            .map_err(|e| {
+                tracing::error!("{e}");
+                ApiError::internal("could not store the token: see the master's log")
+            })
+    }
+
+    async fn run_chunk(
+        &self,
+        who: Identity,
+        chunk: &Map<String, Value>,
+    ) -> Result<Value, ApiError> {
+        let low = to_low(chunk, &self.cfg.enable_clients)?;
+        self.stats.lowstate_chunks.fetch_add(1, Ordering::Relaxed);
+        self.backend.run(who, low).await
+    }
+
+    async fn run_one(&self, who: Identity, low: Low) -> Result<Value, ApiError> {
+        let name = match low.client {
+            Client::Local => "local",
+            Client::LocalAsync => "local_async",
+            Client::Runner => "runner",
+            Client::RunnerAsync => "runner_async",
+            Client::Wheel => "wheel",
+            Client::WheelAsync => "wheel_async",
+        };
+        if !self.cfg.enable_clients.iter().any(|c| c == name) {
+            return Err(ApiError::bad_request(format!(
+                "Client disabled: '{name}'. Add to 'netapi_enable_clients' master config option to enable."
+            )));
+        }
+        self.stats.lowstate_chunks.fetch_add(1, Ordering::Relaxed);
+        self.backend.run(who, low).await
+    }
+}
+
+fn body_data(headers: &HeaderMap, body: &Bytes) -> Result<Option<Value>, ApiError> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    parse_body(ct, body)
+}
+
+async fn index(headers: HeaderMap) -> Reply {
+    data(
+        StatusCode::OK,
+        &json!({"clients": CLIENTS, "return": "Welcome"}),
+        &headers,
+    )
+}
+
+async fn post_root(State(api): State<Shared>, headers: HeaderMap, body: Bytes) -> Reply {
+    let result = async {
+        let who = api.session(&headers)?;
+        let chunks = lowstate(body_data(&headers, &body)?)?;
+        let mut out = Vec::new();
+        for c in &chunks {
+            out.push(api.run_chunk(who.clone(), c).await?);
+        }
+        Ok::<_, ApiError>(json!({ "return": out }))
+    }
+    .await;
+    match result {
+        Ok(v) => data(StatusCode::OK, &v, &headers),
+        Err(e) => refuse(e),
+    }
+}
+
+async fn post_run(
+    State(api): State<Shared>,
+    Extension(Remote(peer)): Extension<Remote>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Reply {
+    let result = async {
+        let chunks = lowstate(body_data(&headers, &body)?)?;
+        let mut out = Vec::new();
+        for c in &chunks {
+            let low = to_low(c, &api.cfg.enable_clients)?;
+            let who = if let Some(t) = c.get("token").and_then(Value::as_str) {
+                let t = api
+                    .tokens
+                    .get(t, now())
+                    .ok_or_else(|| ApiError::unauthorized("Authentication error occurred."))?;
+                api.identity(&t, "token")
+            } else if c.contains_key("eauth") {
+                let t = api.login(peer.ip(), c).map_err(|e| {
+                    if e.status == 401 {
+                        ApiError::unauthorized("Authentication error occurred.")
+                    } else {
+                        e
+                    }
+                })?;
+                // A /run call's token is for this call only.
+                api.tokens.remove(&t.token);
+                api.identity(&t, "eauth")
+            } else {
+                return Err(ApiError::unauthorized(
+                    "No authentication credentials given",
+                ));
+            };
+            api.stats.lowstate_chunks.fetch_add(1, Ordering::Relaxed);
+            out.push(api.backend.run(who, low).await?);
+        }
+        Ok::<_, ApiError>(json!({ "return": out }))
+    }
+    .await;
+    match result {
+        Ok(v) => data(StatusCode::OK, &v, &headers),
+        Err(e) => refuse(e),
+    }
+}
+
+async fn post_login(
+    State(api): State<Shared>,
+    Extension(Remote(peer)): Extension<Remote>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Reply {
+    let result = async {
+        let creds = match body_data(&headers, &body)? {
+            Some(Value::Array(mut a)) if !a.is_empty() => a.swap_remove(0),
+            Some(v) => v,
+            None => Value::Object(Map::new()),
+        };
+        let creds = creds.as_object().cloned().unwrap_or_default();
+        let t = api.login(peer.ip(), &creds)?;
+        let who = api.identity(&t, "token");
+        let perms = sorted_permissions(&who.perms);
+        Ok::<_, ApiError>((t, perms))
+    }
+    .await;
+    match result {
+        Ok((t, perms)) => {
+            let perms = if perms.is_empty() {
+                json!({})
+            } else {
+                Value::Array(perms)
+            };
+            let v = json!({"return": [{
+                "token": t.token, "expire": t.expire, "start": t.start,
+                "user": t.name, "eauth": t.eauth, "perms": perms,
+            }]});
+            let mut r = data(StatusCode::OK, &v, &headers);
+            if let Ok(h) = HeaderValue::from_str(&t.token) {
+                r.headers_mut().insert("x-auth-token", h);
+            }
+            let cookie = format!(
+                "session_id={}; expires={}; Path=/",
+                t.token,
+                http_date(t.expire)
+            );
+            if let Ok(h) = HeaderValue::from_str(&cookie) {
+                r.headers_mut().insert(header::SET_COOKIE, h);
+            }
+            r
+        }
+        Err(e) => refuse(e),
+    }
+}
+
+fn http_date(unix: f64) -> String {
+    chrono::DateTime::from_timestamp(unix as i64, 0)
+        .unwrap_or_default()
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string()
+}
+
+/// `POST /token`: an eauth token for each chunk's credentials (Salt runs `auth.mk_token`
+/// through the runner client, which must be enabled), for `/run` chunks and `salt_token`.
+async fn post_token(
+    State(api): State<Shared>,
+    Extension(Remote(peer)): Extension<Remote>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Reply {
+    let result = async {
+        let chunks = lowstate(body_data(&headers, &body)?)?;
+        let mut out = Vec::new();
+        for c in &chunks {
+            if !["username", "password", "eauth"]
+                .iter()
+                .all(|k| c.contains_key(*k))
+            {
+                return Err(ApiError::bad_request(
+                    "Require \"username\", \"password\", and \"eauth\" params",
+                ));
+            }
+            if !api.cfg.enable_clients.iter().any(|n| n == "runner") {
+                return Err(ApiError::bad_request(
+                    "Client disabled: 'runner'. Add to 'netapi_enable_clients' master config option to enable.",
+                ));
+            }
+            let t = api.login(peer.ip(), c).map_err(|e| {
+                if e.status == 401 {
+                    ApiError::unauthorized("Authentication error occurred.")
+                } else {
+                    e
+                }
+            })?;
+            out.push(json!({"token": t.token, "start": t.start, "expire": t.expire,
+                            "name": t.name, "eauth": t.eauth}));
+        }
+        Ok::<_, ApiError>(Value::Array(out))
+    }
+    .await;
+    match result {
+        Ok(v) => data(StatusCode::OK, &v, &headers),
+        Err(e) => refuse(e),
+    }
+}
+
+async fn post_logout(State(api): State<Shared>, headers: HeaderMap) -> Reply {
+    if api.session(&headers).is_err() {
+        return refuse(ApiError::unauthorized(NO_PERMISSION));
+    }
+    if let Some(t) = request_token(&headers) {
+        api.tokens.remove(&t);
+    }
+    let mut r = data(
+        StatusCode::OK,
+        &json!({"return": "Your token has been cleared"}),
+        &headers,
+    );
+    r.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_static("session_id=; expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/"),
+    );
+    r
+}
+
+fn low(client: Client, fun: &str, tgt: &str, kwarg: Map<String, Value>) -> Low {
+    Low {
+        client,
+        fun: fun.into(),
+        tgt: tgt.into(),
+        tgt_type: "glob".into(),
+        arg: vec![],
+        kwarg,
+        full_return: false,
+        timeout: None,
+        ret: String::new(),
+    }
+}
+
+async fn get_minions(
+    State(api): State<Shared>,
+    mid: Option<Path<String>>,
+    headers: HeaderMap,
+) -> Reply {
+    let result = async {
+        let who = api.session(&headers)?;
+        let tgt = mid.map(|Path(m)| m).unwrap_or_else(|| "*".into());
+        let ret = api
+            .run_one(who, low(Client::Local, "grains.items", &tgt, Map::new()))
+            .await?;
+        Ok::<_, ApiError>(json!({ "return": [ret] }))
+    }
+    .await;
+    match result {
+        Ok(v) => data(StatusCode::OK, &v, &headers),
+        Err(e) => refuse(e),
+    }
+}
+
+async fn post_minions(State(api): State<Shared>, headers: HeaderMap, body: Bytes) -> Reply {
+    let result = async {
+        let who = api.session(&headers)?;
+        let chunks = lowstate(body_data(&headers, &body)?)?;
+        let mut out = Vec::new();
+        let mut links = Vec::new();
+        for mut c in chunks {
+            c.insert("client".into(), json!("local_async"));
+            let ret = api.run_chunk(who.clone(), &c).await?;
+            if let Some(jid) = ret.get("jid").and_then(Value::as_str) {
+                links.push(json!({"href": format!("/jobs/{jid}")}));
+            }
+            out.push(ret);
+        }
+        Ok::<_, ApiError>(json!({"return": out, "_links": {"jobs": links}}))
+    }
+    .await;
+    match result {
+        Ok(v) => data(StatusCode::ACCEPTED, &v, &headers),
+        Err(e) => refuse(e),
+    }
+}
+
+async fn get_jobs(
+    State(api): State<Shared>,
+    jid: Option<Path<String>>,
+    headers: HeaderMap,
+) -> Reply {
+    let result = async {
+        let who = api.session(&headers)?;
+        match jid {
+            None => {
+                let ret = api
+                    .run_one(who, low(Client::Runner, "jobs.list_jobs", "", Map::new()))
+                    .await?;
+                Ok::<_, ApiError>(json!({ "return": [ret] }))
+            }
+            Some(Path(jid)) => {
+                let mut kw = Map::new();
+                kw.insert("jid".into(), json!(jid));
+                let info = api
+                    .run_one(who, low(Client::Runner, "jobs.list_job", "", kw))
+                    .await?;
+                let mut by_minion = Map::new();
+                if let Some(Value::Object(result)) = info.get("Result") {
+                    for (id, r) in result {
+                        by_minion
+                            .insert(id.clone(), r.get("return").cloned().unwrap_or(Value::Null));
+                    }
+                }
+                Ok(json!({"info": [info], "return": [by_minion]}))
+            }
+        }
+    }
+    .await;
+    match result {
+        Ok(v) => data(StatusCode::OK, &v, &headers),
+        Err(e) => refuse(e),
+    }
+}
+
+async fn get_keys(
+    State(api): State<Shared>,
+    mid: Option<Path<String>>,
+    headers: HeaderMap,
+) -> Reply {
+    let result = async {
+        let who = api.session(&headers)?;
+        let l = match mid {
+            None => low(Client::Wheel, "key.list_all", "", Map::new()),
+            Some(Path(m)) => {
+                let mut kw = Map::new();
+                kw.insert("match".into(), json!(m));
+                low(Client::Wheel, "key.finger", "", kw)
+            }
+        };
+        let ret = api.run_one(who, l).await?;
+        let inner = ret
+            .get("data")
+            .and_then(|d| d.get("return"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        Ok::<_, ApiError>(json!({ "return": inner }))
+    }
+    .await;
+    match result {
+        Ok(v) => data(StatusCode::OK, &v, &headers),
+        Err(e) => refuse(e),
+    }
+}
+
+async fn post_hook(
+    State(api): State<Shared>,
+    tag: Option<Path<String>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Reply {
+    let result = async {
+        if !api.cfg.webhook_disable_auth {
+            api.session(&headers)?;
+        }
+        let post = body_data(&headers, &body)?.unwrap_or_else(|| json!({}));
+        let raw = String::from_utf8_lossy(&body).into_owned();
+        let hdrs: BTreeMap<String, String> = headers
+            .iter()
+            .filter(|(k, _)| *k != "x-auth-token" && *k != header::COOKIE)
+            .map(|(k, v)| {
+                (
+                    title_case(k.as_str()),
+                    v.to_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect();
+        let mut full = "salt/netapi/hook".to_owned();
+        if let Some(Path(t)) = tag {
+            let t = t.trim_matches('/');
+            if !t.is_empty() {
+                full.push('/');
+                full.push_str(t);
+            }
+        }
+        api.stats.hooks.fetch_add(1, Ordering::Relaxed);
+        api.backend
+            .fire(full, json!({"body": raw, "post": post, "headers": hdrs}));
+        Ok::<_, ApiError>(json!({"success": true}))
+    }
+    .await;
+    match result {
+        Ok(v) => data(StatusCode::OK, &v, &headers),
+        Err(e) => refuse(e),
+    }
+}
+
+/// `content-type` as CherryPy shows header names: `Content-Type`.
+fn title_case(name: &str) -> String {
+    name.split('-')
+        .map(|p| {
+            let mut c = p.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// One event as rest_cherrypy frames it on `/events`.
+pub fn sse_frame(tag: &str, data: &Value) -> String {
+    format!(
+        "tag: {tag}\ndata: {}\n\n",
+        python_json(&json!({"data": data, "tag": tag}))
+    )
+}
+
+async fn get_events(
+    State(api): State<Shared>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Reply {
+    let from_query = query.as_deref().and_then(|q| {
+        form_urlencoded::parse(q.as_bytes())
+            .find(|(k, _)| k == "token" || k == "salt_token")
+            .map(|(_, v)| v.into_owned())
+    });
+    let token = from_query.or_else(|| request_token(&headers));
+    if token.and_then(|t| api.tokens.get(&t, now())).is_none() {
+        return refuse(ApiError::unauthorized(NO_PERMISSION));
+    }
+    api.stats.event_streams.fetch_add(1, Ordering::Relaxed);
+    let rx = api.backend.events();
+    let head =
+        futures_util::stream::once(async { Ok::<_, Infallible>(Bytes::from("retry: 400\n")) });
+    let events = tokio_stream::wrappers::ReceiverStream::new(rx)
+        .map(|ev| Ok::<_, Infallible>(Bytes::from(sse_frame(&ev.tag, &ev.data))));
+    let mut r = Response::new(Body::from_stream(head.chain(events)));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream;charset=utf-8"),
+    );
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}
+
+async fn get_stats(State(api): State<Shared>, headers: HeaderMap) -> Reply {
+    if !api.cfg.stats_disable_auth
+        && let Err(e) = api.session(&headers)
+    {
+        return refuse(e);
+    }
+    let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let s = &api.stats;
+    data(
+        StatusCode::OK,
+        &json!({"saltq salt-api": {
+            "Enabled": api.cfg.collect_stats,
+            "Start Time": api.started,
+            "Uptime": now() - api.started,
+            "Requests": n(&s.requests),
+            "Logins": n(&s.logins),
+            "Login Failures": n(&s.login_failures),
+            "Lowstate Chunks": n(&s.lowstate_chunks),
+            "Event Streams": n(&s.event_streams),
+            "Hooks": n(&s.hooks),
+        }}),
+        &headers,
+    )
+}
+
+async fn not_found(uri: http::Uri) -> Reply {
+    error_page(404, &format!("The path '{}' was not found.", uri.path()))
+}
+
+/// The routes, under `root_prefix`.
+fn router(api: Shared) -> Router {
+    let hook = api.cfg.webhook_url.clone();
+    let expire = api.cfg.expire_responses;
+    let counted = api.clone();
+    let routes = Router::new()
+        .route("/", get(index).post(post_root))
+        .route("/login", post(post_login))
+        .route("/logout", post(post_logout))
+        .route("/run", post(post_run))
+        .route("/token", post(post_token))
+        .route("/minions", get(get_minions).post(post_minions))
+        .route("/minions/{mid}", get(get_minions))
+        .route("/jobs", get(get_jobs))
+        .route("/jobs/{jid}", get(get_jobs))
+        .route("/keys", get(get_keys))
+        .route("/keys/{mid}", get(get_keys))
+        .route(&hook, post(post_hook))
+        .route(&format!("{hook}/{{*tag}}"), post(post_hook))
+        .route("/events", get(get_events))
+        .route("/stats", get(get_stats))
+        .fallback(not_found)
+        .with_state(api.clone());
+    let app = if api.cfg.root_prefix.is_empty() {
+        routes
+    } else {
+        Router::new()
+            .nest(&api.cfg.root_prefix, routes)
+            .fallback(not_found)
+    };
+    app.layer(axum::middleware::from_fn(
+        move |req: http::Request<Body>, next: axum::middleware::Next| {
+            counted.stats.requests.fetch_add(1, Ordering::Relaxed);
+            async move {
+                let mut r = next.run(req).await;
+                if expire && !r.headers().contains_key(header::CACHE_CONTROL) {
+                    r.headers_mut().insert(
+                        header::CACHE_CONTROL,
+                        HeaderValue::from_static("no-cache, no-store, must-revalidate"),
+                    );
+                    r.headers_mut()
+                        .insert(header::EXPIRES, HeaderValue::from_static("0"));
+                }
+                r
+            }
+        },
+    ))
+}
+
+/// The TLS acceptor for `tls`, or `None` for plain HTTP; a certificate or key that does not
+/// load is an error naming the file.
+pub fn tls_acceptor(tls: &Tls) -> Result<Option<TlsAcceptor>, String> {
+    let Tls::Files { cert, key } = tls else {
+        return Ok(None);
+    };
+    let read = |p: &std::path::Path| {
+        std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
+    };
+    let certs = rustls_pemfile::certs(&mut read(cert)?.as_slice())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{} is not a PEM certificate chain: {e}", cert.display()))?;
+    if certs.is_empty() {
+        return Err(format!("{} holds no certificate", cert.display()));
+    }
+    let key_der = rustls_pemfile::private_key(&mut read(key)?.as_slice())
+        .map_err(|e| format!("{} is not a PEM private key: {e}", key.display()))?
+        .ok_or_else(|| format!("{} holds no private key", key.display()))?;
+    let mut cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_no_client_auth()
+    .with_single_cert(certs, key_der)
+    .map_err(|e| format!("{} and {}: {e}", cert.display(), key.display()))?;
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Some(TlsAcceptor::from(Arc::new(cfg))))
+}
+
+/// Resolves once `rx` turns true (or its sender is gone).
+async fn stopped(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|s| *s).await;
+}
+
+/// How long a client has to finish its TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves salt-api on `listener` until `shutdown` turns true; open connections (event
+/// streams included) end then too.
+pub async fn serve(
+    cfg: Config,
+    backend: Arc<dyn Backend>,
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let tokens = TokenStore::new(cfg.token_dir.clone());
+    let pruned = tokens.prune(now());
+    if pruned > 0 {
+        tracing::info!("removed {pruned} expired salt-api tokens");
+    }
+    let api = Arc::new(Api {
+        cfg,
+        backend,
+        tokens,
+        limiter: LoginLimiter::default(),
+        stats: Stats::default(),
+        started: now(),
+    });
+    let app = router(api);
+    loop {
+        let (sock, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!("salt-api accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = stopped(&mut shutdown) => break,
+        };
+        let app = app.clone();
+        let tls = tls.clone();
+        let mut stop = shutdown.clone();
+        tokio::spawn(async move {
+            let svc =
+                hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
+                    req.extensions_mut().insert(Remote(peer));
+                    app.clone().oneshot(req)
+                });
+            let conn = async {
+                let builder = hyper::server::conn::http1::Builder::new();
+                match tls {
+                    Some(acceptor) => {
+                        let stream =
+                            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(sock))
+                                .await
+                            {
+                                Ok(Ok(s)) => s,
+                                Ok(Err(e)) => {
+                                    tracing::debug!(%peer, "salt-api TLS handshake failed: {e}");
+                                    return;
+                                }
+                                Err(_) => return,
+                            };
+                        let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
+                    }
+                    None => {
+                        let _ = builder.serve_connection(TokioIo::new(sock), svc).await;
+                    }
+                }
+            };
+            tokio::select! {
+                _ = conn => {}
+                _ = stopped(&mut stop) => {}
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_is_written_as_python_writes_it() {
+        assert_eq!(
+            python_json(&json!({"data": {"a": [1, 2], "b": null}, "tag": "t"})),
+            r#"{"data": {"a": [1, 2], "b": null}, "tag": "t"}"#
+        );
+        assert_eq!(
+            sse_frame("salt/job/1/new", &json!({"jid": "1"})),
+            "tag: salt/job/1/new\ndata: {\"data\": {\"jid\": \"1\"}, \"tag\": \"salt/job/1/new\"}\n\n"
+        );
+    }
+
+    #[test]
+    fn tokens_come_from_the_header_or_the_cookie() {
+        let mut h = HeaderMap::new();
+        assert_eq!(request_token(&h), None);
+        h.insert(
+            header::COOKIE,
+            HeaderValue::from_static("a=b; session_id=abc"),
+        );
+        assert_eq!(request_token(&h).as_deref(), Some("abc"));
+        h.insert("x-auth-token", HeaderValue::from_static("def"));
+        assert_eq!(request_token(&h).as_deref(), Some("def"));
+        assert_eq!(title_case("x-auth-token"), "X-Auth-Token");
+    }
+
+    #[test]
+    fn answers_are_yaml_only_when_json_is_not_accepted() {
+        let mut h = HeaderMap::new();
+        let v = json!({"return": [{"m1": true}]});
+        let r = data(StatusCode::OK, &v, &h);
+        assert_eq!(r.headers()[header::CONTENT_TYPE], "application/json");
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/x-yaml"),
+        );
+        let r = data(StatusCode::OK, &v, &h);
+        assert_eq!(r.headers()[header::CONTENT_TYPE], "application/x-yaml");
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/x-yaml, application/json"),
+        );
+        let r = data(StatusCode::OK, &v, &h);
+        assert_eq!(r.headers()[header::CONTENT_TYPE], "application/json");
+    }
+
+    #[test]
+    fn error_pages_carry_the_status_and_message() {
+        let r = error_page(401, "Could not authenticate <using> provided credentials");
+        assert_eq!(r.status(), 401);
+        assert_eq!(r.headers()[header::CONTENT_TYPE], "text/html;charset=utf-8");
+    }
+}
