@@ -81,13 +81,19 @@ impl Master {
 
     /// As [`Master::start`], with extra config lines.
     pub fn start_with(bins: &Bins, root: &Path, extra: &str) -> anyhow::Result<Master> {
+        Master::start_on(bins, root, 0, extra)
+    }
+
+    /// As [`Master::start_with`], on this port (0: an ephemeral one): a master restarted on
+    /// the address its minions know.
+    pub fn start_on(bins: &Bins, root: &Path, port: u16, extra: &str) -> anyhow::Result<Master> {
         let etc = root.join("etc");
         std::fs::create_dir_all(&etc)
             .with_context(|| format!("cannot create {}", etc.display()))?;
         std::fs::write(
             etc.join("master"),
             format!(
-                "root_dir: {}\ninterface: 127.0.0.1\nport: 0\nhttp_interface: 127.0.0.1\n\
+                "root_dir: {}\ninterface: 127.0.0.1\nport: {port}\nhttp_interface: 127.0.0.1\n\
                  http_port: 0\nauto_accept: true\nlog_level: warning\n{extra}",
                 root.display()
             ),
@@ -256,8 +262,9 @@ pub fn minion_config(root: &Path, id: &str, port: u16) -> anyhow::Result<PathBuf
         etc.join("minion"),
         format!(
             "root_dir: {}\nid: {id}\nmaster: 127.0.0.1\nmaster_port: {port}\n\
-             acceptance_wait_time: 0.5\nrecon_default: 100\nrecon_max: 2000\nlog_level: warning\n",
-            root.display()
+             acceptance_wait_time: 0.5\nrecon_default: 100\nrecon_max: 2000\nlog_level: warning\n{}",
+            root.display(),
+            minion_extra()
         ),
     )?;
     Ok(etc)
@@ -344,4 +351,12 @@ pub async fn run_job(
         }
     }
     bail!("the Run stream of {tgt} {fun} ended without Finished")
+}
+
+/// Minion settings added for an experiment (`SALTQ_BENCH_MINION_EXTRA="keep_alive: 3"`, YAML
+/// lines), after the bench's own; none by default.
+fn minion_extra() -> String {
+    std::env::var("SALTQ_BENCH_MINION_EXTRA")
+        .map(|extra| format!("{}\n", extra.replace("\\n", "\n")))
+        .unwrap_or_default()
 }

@@ -7,8 +7,11 @@ mod fleet;
 mod host;
 mod procs;
 mod report;
+mod restart;
 mod salt;
 mod scenarios;
+mod soak;
+mod states;
 mod stats;
 
 use std::path::PathBuf;
@@ -37,6 +40,9 @@ struct Args {
     /// Repetitions per scenario, overriding each scenario's default.
     #[arg(long)]
     runs: Option<usize>,
+    /// Jobs the soak scenario publishes (default 100,000).
+    #[arg(long)]
+    jobs: Option<usize>,
     /// Salt's side: the salt-peer script.
     #[arg(
         long,
@@ -146,6 +152,7 @@ async fn run(args: Args) -> anyhow::Result<bool> {
         salt: SaltPeer::new(salt_script, args.salt_runs, &work),
         work,
         runs: args.runs,
+        jobs: args.jobs,
         figures: Vec::new(),
         details: serde_json::Map::new(),
         scratch: None,

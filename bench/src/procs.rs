@@ -166,6 +166,17 @@ impl Proc {
         status_kib(self.pid(), "VmHWM:")
     }
 
+    /// Kills the process at once (SIGKILL), as a crash would, and reaps it. Idempotent.
+    pub fn kill_now(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let pid = child.id();
+        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        let _ = child.wait();
+        forget(pid);
+    }
+
     /// Stops the process: SIGTERM, up to [`STOP_GRACE`] to exit, then SIGKILL. Idempotent.
     pub fn stop(&mut self) {
         let Some(mut child) = self.child.take() else {

@@ -74,6 +74,11 @@ impl SaltPeer {
         self.cache.get(&n)?.as_ref().ok()
     }
 
+    /// Whether Salt is measured in this run.
+    pub fn enabled(&self) -> bool {
+        self.script.is_some()
+    }
+
     /// Every result and failure, for the JSON report.
     pub fn report(&self) -> serde_json::Value {
         self.cache
@@ -152,7 +157,7 @@ fn parse(raw: serde_json::Value) -> anyhow::Result<SaltFigures> {
 }
 
 /// A TCP port P on 127.0.0.1 with P+1 free too (Salt's publish and return ports).
-fn free_port_pair() -> anyhow::Result<u16> {
+pub(crate) fn free_port_pair() -> anyhow::Result<u16> {
     for _ in 0..50 {
         let a = TcpListener::bind("127.0.0.1:0")?;
         let p = a.local_addr()?.port();

@@ -34,6 +34,13 @@ pub enum Scenario {
     /// One replica against three of a cluster (PostgreSQL and NATS on this machine), a swarm
     /// of SIZE spread over them: all returned, publish rate, NATS messages per job.
     Cluster,
+    /// `state.apply` of a 50-state tree through the CLI, one minion, beside Salt.
+    States,
+    /// The master SIGKILLed and restarted with SIZE minions: how long until all answer again.
+    Restart,
+    /// One master, a swarm of SIZE, `--jobs` jobs (default 100,000): memory and descriptor
+    /// slopes, and the job cache shrinking back after `keep_jobs_seconds`.
+    Soak,
 }
 
 impl Scenario {
@@ -47,16 +54,21 @@ impl Scenario {
             Scenario::Returns => "returns",
             Scenario::Publish => "publish",
             Scenario::Cluster => "cluster",
+            Scenario::States => "states",
+            Scenario::Restart => "restart",
+            Scenario::Soak => "soak",
         }
     }
 
     /// The size when none is given.
     pub fn default_size(self) -> usize {
         match self {
-            Scenario::Cli | Scenario::Rpc | Scenario::MinionRss => 1,
+            Scenario::Cli | Scenario::Rpc | Scenario::MinionRss | Scenario::States => 1,
             Scenario::Swarm | Scenario::Returns => 1000,
             Scenario::Publish => 10_000,
             Scenario::Cluster => 1000,
+            Scenario::Restart => 12,
+            Scenario::Soak => 100,
         }
     }
 }
@@ -72,6 +84,10 @@ pub const ALL: &[(Scenario, usize)] = &[
     (Scenario::Swarm, 10_000),
     (Scenario::Returns, 1000),
     (Scenario::Publish, 10_000),
+    (Scenario::States, 1),
+    (Scenario::Restart, 12),
+    (Scenario::Restart, 10_000),
+    (Scenario::Soak, 100),
 ];
 
 /// What every scenario shares.
@@ -82,6 +98,8 @@ pub struct Ctx {
     pub work: PathBuf,
     /// Repetitions, overriding each scenario's default.
     pub runs: Option<usize>,
+    /// Jobs the soak publishes (default 100,000).
+    pub jobs: Option<usize>,
     /// Salt, measured beside saltq.
     pub salt: SaltPeer,
     /// The figures so far.
@@ -94,6 +112,10 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    pub(crate) fn runs_or(&self, default: usize) -> usize {
+        self.runs(default)
+    }
+
     fn runs(&self, default: usize) -> usize {
         self.runs.unwrap_or(default).max(1)
     }
@@ -123,6 +145,9 @@ impl Ctx {
             Scenario::Returns => self.returns(size).await,
             Scenario::Publish => self.publish(size).await,
             Scenario::Cluster => self.cluster(size).await,
+            Scenario::States => self.states().await,
+            Scenario::Restart => self.restart(size).await,
+            Scenario::Soak => self.soak(size).await,
         };
         match (&result, self.scratch.take()) {
             (Ok(()), Some(d)) => {

@@ -58,8 +58,38 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+/// The least-squares slope of `ys` over `xs` (how much y grows per unit of x); `None` with
+/// fewer than two points or when every x is the same.
+pub fn slope(xs: &[f64], ys: &[f64]) -> Option<f64> {
+    let n = xs.len().min(ys.len());
+    if n < 2 {
+        return None;
+    }
+    let mx = xs[..n].iter().sum::<f64>() / n as f64;
+    let my = ys[..n].iter().sum::<f64>() / n as f64;
+    let (num, den) = xs[..n]
+        .iter()
+        .zip(&ys[..n])
+        .fold((0.0, 0.0), |(num, den), (x, y)| {
+            (num + (x - mx) * (y - my), den + (x - mx) * (x - mx))
+        });
+    (den > 0.0).then(|| num / den)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn slope_of_a_line_and_of_noise_around_flat() {
+        use super::slope;
+        assert_eq!(slope(&[0.0, 1.0, 2.0], &[5.0, 7.0, 9.0]), Some(2.0));
+        assert_eq!(
+            slope(&[1.0, 2.0, 3.0, 4.0], &[3.0, 1.0, 3.0, 1.0]),
+            Some(-0.4)
+        );
+        assert_eq!(slope(&[1.0], &[1.0]), None);
+        assert_eq!(slope(&[2.0, 2.0], &[1.0, 3.0]), None);
+    }
+
     use super::*;
 
     #[test]

@@ -1,0 +1,128 @@
+//! The `restart` scenario (issue 15, defect 5): SIZE minions connected to a master, the master
+//! SIGKILLed and started again on the same address with the same `pki_dir` (so the same
+//! stateless-reset key), then timed from the moment the new master has written its listening
+//! addresses until every minion holds a subscription again, and until a `test.ping` to all of
+//! them has every return. Minion processes for SIZE ≤ 100, a swarm beyond. Also counted: how
+//! many minion connection attempts the restarted master turned away as busy (its handshake
+//! admission), from the minions' logs.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::json;
+
+use crate::fleet::{Master, run_job, start_minion, start_swarm};
+use crate::procs::Proc;
+use crate::report::{Figure, Target};
+use crate::scenarios::Ctx;
+use crate::stats::Summary;
+
+/// Lines of the minions' logs saying the master turned a connection away as busy.
+fn busy_lines(logs: &[std::path::PathBuf]) -> usize {
+    logs.iter()
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.contains("the master is busy"))
+                .count()
+        })
+        .sum()
+}
+
+impl Ctx {
+    /// The `restart` scenario.
+    pub(crate) async fn restart(&mut self, n: usize) -> anyhow::Result<()> {
+        let runs = self.runs_or(5);
+        let dir = self.fresh_dir(&format!("restart-{n}"))?;
+        let root = dir.join("master");
+        let mut master = Master::start(&self.bins, &root)?;
+        let port = master.port;
+        let started = Instant::now();
+        let limit = Duration::from_secs(120 + n as u64 / 20);
+        let (mut minions, logs): (Vec<Proc>, Vec<std::path::PathBuf>) = if n <= 100 {
+            let procs = (0..n)
+                .map(|i| {
+                    let id = format!("bench-{i:03}");
+                    start_minion(&self.bins, &dir.join("minions").join(&id), &id, port)
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let logs = (0..n)
+                .map(|i| {
+                    dir.join("minions")
+                        .join(format!("bench-{i:03}"))
+                        .join("minion.log")
+                })
+                .collect();
+            (procs, logs)
+        } else {
+            let swarm = start_swarm(&self.bins, &dir.join("swarm"), n, port)?;
+            (vec![swarm], vec![dir.join("swarm").join("swarm.log")])
+        };
+        {
+            let mut watch: Vec<&mut Proc> = minions.iter_mut().collect();
+            master.wait_connected(n as u64, started, limit, &mut watch)?;
+        }
+        let (mut back, mut answering, mut busy, mut down) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for r in 0..runs {
+            let busy_before = busy_lines(&logs);
+            let killed = Instant::now();
+            master.proc.kill_now();
+            // A crashed master restarted by its supervisor: same root, same port.
+            master = Master::start_on(&self.bins, &root, port, "")
+                .with_context(|| format!("restart {r}"))?;
+            let listening = Instant::now();
+            down.push(listening.duration_since(killed).as_secs_f64());
+            {
+                let mut watch: Vec<&mut Proc> = minions.iter_mut().collect();
+                let took = master.wait_connected(n as u64, listening, limit, &mut watch)?;
+                back.push(took.as_secs_f64());
+            }
+            let mut client = master.client().await?;
+            let o = run_job(&mut client, "*", "test.ping", 30.0).await?;
+            if o.returned as usize != n {
+                bail!("after restart {r}: {} of {n} returned", o.returned);
+            }
+            answering.push(listening.elapsed().as_secs_f64());
+            busy.push(busy_lines(&logs) - busy_before);
+            eprintln!(
+                "  restart {r}: down {:.2} s; all {n} subscribed after {:.2} s, all answered test.ping after {:.2} s, {} turned away as busy",
+                down[r], back[r], answering[r], busy[r]
+            );
+        }
+        let what = if n <= 100 {
+            format!("{n} minion processes")
+        } else {
+            format!("a swarm of {n}")
+        };
+        let target = match n {
+            12 => Target::at_most(2.0),
+            10_000 => Target::at_most(15.0),
+            _ => None,
+        };
+        self.figures.push(
+            Figure::new(
+                "restart",
+                n,
+                "restart_all_answering_s",
+                format!("master SIGKILLed and restarted, {what}: all answering test.ping again"),
+                "s",
+                Summary::of(&answering).context("no runs")?,
+                None,
+                target,
+            )
+            .note(format!(
+                "{runs} restarts, timed from the new master listening (it was down {:.2} s median, SIGKILL to listening); all subscribed again after {:.2} s median (max {:.2} s); connections turned away as busy per restart: {busy:?}",
+                Summary::of(&down).map_or(0.0, |s| s.median),
+                Summary::of(&back).map_or(0.0, |s| s.median),
+                back.iter().copied().fold(0.0, f64::max)
+            )),
+        );
+        self.details.insert(
+            format!("restart-{n}"),
+            json!({"down_s": down, "subscribed_s": back, "answering_s": answering, "busy": busy}),
+        );
+        Ok(())
+    }
+}
