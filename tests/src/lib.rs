@@ -21,6 +21,41 @@ pub fn eventually<T>(what: &str, timeout: Duration, mut cond: impl FnMut() -> Op
     }
 }
 
+/// Reads the lines a `saltq events` watcher prints until `done` holds for the lines read so
+/// far or `timeout` passes, then kills it and returns them. Events reach each subscriber on
+/// its own stream, so a watcher may print an event after the CLI that caused it has exited.
+pub fn watched_until(
+    mut watcher: Child,
+    timeout: Duration,
+    mut done: impl FnMut(&[String]) -> bool,
+) -> Vec<String> {
+    use std::io::BufRead;
+    let stdout = watcher.stdout.take().expect("the watcher's stdout is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + timeout;
+    let mut lines = Vec::new();
+    while !done(&lines) {
+        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+            break;
+        };
+        match rx.recv_timeout(left) {
+            Ok(line) => lines.push(line),
+            Err(_) => break,
+        }
+    }
+    let _ = watcher.kill();
+    let _ = watcher.wait();
+    lines
+}
+
 /// Runs `binary -c DIR` with `DIR/file` holding `config` (plus a `root_dir` in DIR) and waits
 /// up to 20 s for it to exit, as it must when the config is refused: its exit code and stderr.
 pub fn refused_start(binary: &str, file: &str, config: &str) -> (i32, String) {
@@ -177,13 +212,23 @@ impl Master {
 
     fn write_config(&self, dir: &Path, port: u16) {
         std::fs::create_dir_all(dir).expect("config dir");
+        // Loopback unless the test names its own address (e.g. a veth it created).
+        let interface = if self.extra.lines().any(|l| l.starts_with("interface:")) {
+            ""
+        } else {
+            "interface: 127.0.0.1\n"
+        };
         let cfg = format!(
-            "root_dir: {}\ninterface: 127.0.0.1\nport: {port}\nhttp_interface: 127.0.0.1\nhttp_port: 0\nlog_level: debug\n{}{}\n",
+            "root_dir: {}\n{interface}port: {port}\nhttp_interface: 127.0.0.1\nhttp_port: 0\nlog_level: debug\n{}{}\n",
             self.dir.0.join("root").display(),
             liveness(&self.extra),
             self.extra
         );
-        std::fs::write(dir.join("master"), cfg).expect("write master config");
+        // Written aside and renamed, so a CLI started meanwhile (e.g. while the master is
+        // relaunched) reads the old file or the new one, never a half-written one.
+        let tmp = dir.join(".master.tmp");
+        std::fs::write(&tmp, cfg).expect("write master config");
+        std::fs::rename(&tmp, dir.join("master")).expect("rename master config");
     }
 
     fn launch(&mut self, port: u16) {
@@ -226,6 +271,11 @@ impl Master {
             .expect("port");
         self.http = v["http"].as_str().map(str::to_owned);
         self.write_config(&self.cli_dir(), self.port);
+    }
+
+    /// The master process's id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// Stops the master (SIGTERM).
@@ -323,6 +373,16 @@ impl Master {
         Minion::start(self, id, extra)
     }
 
+    /// As [`Master::minion`], with the process started as `launch` says.
+    pub fn minion_launched(&self, id: &str, extra: &str, launch: Launch) -> Minion {
+        Minion::start_launched(
+            &format!("master: 127.0.0.1\nmaster_port: {}", self.port),
+            id,
+            extra,
+            launch,
+        )
+    }
+
     /// Accepts a pending key and waits until the minion answers test.ping.
     pub fn accept_and_wait(&self, id: &str) {
         eventually(&format!("{id} pending"), Duration::from_secs(20), || {
@@ -365,6 +425,16 @@ impl Drop for Master {
     }
 }
 
+/// How a minion's process is started beyond its config file.
+#[derive(Debug, Clone, Default)]
+pub struct Launch {
+    /// A command the minion runs under, e.g. `["ip", "netns", "exec", "NS"]` (it must exec
+    /// the minion, so that the child's pid is the minion's).
+    pub prefix: Vec<String>,
+    /// Environment variables added to the minion's (its jobs' commands inherit them).
+    pub env: Vec<(String, String)>,
+}
+
 /// A running minion.
 pub struct Minion {
     /// Its files.
@@ -372,6 +442,7 @@ pub struct Minion {
     child: Option<Child>,
     /// Its id.
     pub id: String,
+    launch: Launch,
 }
 
 impl Minion {
@@ -386,6 +457,11 @@ impl Minion {
     /// Starts a minion named `id` whose config names its masters with `masters` (YAML lines,
     /// e.g. a `master:` list and `master_type: failover`), and extra YAML config lines.
     pub fn start_at(masters: &str, id: &str, extra: &str) -> Minion {
+        Minion::start_launched(masters, id, extra, Launch::default())
+    }
+
+    /// As [`Minion::start_at`], with the process started as `launch` says.
+    pub fn start_launched(masters: &str, id: &str, extra: &str, launch: Launch) -> Minion {
         let dir = Scratch::new(&format!("minion-{id}"));
         std::fs::create_dir_all(dir.0.join("etc")).expect("minion etc");
         let cfg = format!(
@@ -398,6 +474,7 @@ impl Minion {
             dir,
             child: None,
             id: id.to_owned(),
+            launch,
         };
         m.launch();
         m
@@ -409,15 +486,29 @@ impl Minion {
             .append(true)
             .open(self.log())
             .expect("log");
+        let minion = bin("saltq-minion");
+        let mut cmd = match self.launch.prefix.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(&minion);
+                c
+            }
+            None => Command::new(&minion),
+        };
+        cmd.envs(self.launch.env.iter().map(|(k, v)| (k, v)));
         self.child = Some(
-            Command::new(bin("saltq-minion"))
-                .arg("-c")
+            cmd.arg("-c")
                 .arg(self.dir.0.join("etc"))
                 .stdout(Stdio::null())
                 .stderr(log)
                 .spawn()
                 .expect("spawn saltq-minion"),
         );
+    }
+
+    /// The minion process's pid, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// The minion's log.
@@ -485,5 +576,105 @@ impl Out {
     /// Standard output as JSON.
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {self:?}"))
+    }
+}
+
+/// A free TCP port on 127.0.0.1 (free when asked; a server started right after takes it).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A PostgreSQL server of the test's own (initdb into a scratch folder, run as the `postgres`
+/// user, on 127.0.0.1 and a free port), so stopping it disturbs no other test. Stopped
+/// (immediately) when dropped.
+pub struct PrivatePostgres {
+    bin: PathBuf,
+    data: PathBuf,
+    /// The port it listens on.
+    pub port: u16,
+    _dir: Scratch,
+}
+
+impl PrivatePostgres {
+    /// Creates and starts the server; `None` where that cannot be done here (no PostgreSQL
+    /// binaries under /usr/lib/postgresql, or no `postgres` user to run them as).
+    pub fn start() -> Option<PrivatePostgres> {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .flatten()
+            .map(|e| e.path().join("bin"))
+            .find(|b| b.join("initdb").exists())?;
+        let dir = Scratch::new("pg");
+        let data = dir.0.join("data");
+        // The postgres user must reach the folder.
+        let _ = Command::new("chmod").arg("755").arg(&dir.0).status();
+        let _ = Command::new("chown").arg("postgres").arg(&dir.0).status();
+        let initdb = bin.join("initdb");
+        let pg = PrivatePostgres {
+            bin,
+            data,
+            port: free_port(),
+            _dir: dir,
+        };
+        let data = pg.data.display().to_string();
+        if !pg.as_postgres(&[
+            &initdb.display().to_string(),
+            "-D",
+            &data,
+            "--auth=trust",
+            "-U",
+            "postgres",
+        ]) {
+            return None;
+        }
+        pg.up().then_some(pg)
+    }
+
+    fn as_postgres(&self, args: &[&str]) -> bool {
+        Command::new("runuser")
+            .args(["-u", "postgres", "--"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    fn ctl(&self, tail: &[&str]) -> bool {
+        let ctl = self.bin.join("pg_ctl").display().to_string();
+        let data = self.data.display().to_string();
+        let log = self.data.join("log").display().to_string();
+        let mut args = vec![ctl.as_str(), "-D", &data, "-w", "-l", &log];
+        args.extend(tail);
+        self.as_postgres(&args)
+    }
+
+    /// Starts the server (again) and waits until it accepts connections.
+    pub fn up(&self) -> bool {
+        let opts = format!("-p {} -k {} -h 127.0.0.1", self.port, self.data.display());
+        self.ctl(&["-o", &opts, "start"])
+    }
+
+    /// Stops the server with `pg_ctl`'s shutdown mode `mode`: `fast` (sessions closed) or
+    /// `immediate` (processes killed, as a crash; recovery runs at the next start).
+    pub fn down(&self, mode: &str) -> bool {
+        self.ctl(&["-m", mode, "stop"])
+    }
+
+    /// A libpq connection string for its `postgres` database.
+    pub fn url(&self) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=postgres dbname=postgres",
+            self.port
+        )
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        self.down("immediate");
     }
 }

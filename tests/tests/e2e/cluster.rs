@@ -6,7 +6,7 @@ use std::io::Read;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use saltq_tests::{Master, Scratch, bin, eventually};
+use saltq_tests::{Master, PrivatePostgres, Scratch, bin, eventually};
 
 /// The NATS URL and PostgreSQL string, or `None` after saying why the test is skipped.
 pub(crate) fn servers() -> Option<(String, String)> {
@@ -672,92 +672,6 @@ fn the_caller_of_a_killed_replica_is_told_so() {
     assert_eq!(o.code, 0);
 }
 
-/// A PostgreSQL server of this test's own (initdb into a scratch folder, run as the `postgres`
-/// user), so stopping it disturbs no other test. `None` where that cannot be done here.
-struct PrivatePostgres {
-    bin: std::path::PathBuf,
-    data: std::path::PathBuf,
-    port: u16,
-    _dir: Scratch,
-}
-
-impl PrivatePostgres {
-    fn start() -> Option<PrivatePostgres> {
-        let bin = std::fs::read_dir("/usr/lib/postgresql")
-            .ok()?
-            .flatten()
-            .map(|e| e.path().join("bin"))
-            .find(|b| b.join("initdb").exists())?;
-        let dir = Scratch::new("pg");
-        let data = dir.0.join("data");
-        let as_postgres = |args: &[&str]| -> bool {
-            Command::new("runuser")
-                .args(["-u", "postgres", "--"])
-                .args(args)
-                .output()
-                .is_ok_and(|o| o.status.success())
-        };
-        // The postgres user must reach the folder.
-        let _ = Command::new("chmod").arg("755").arg(&dir.0).status();
-        let _ = Command::new("chown").arg("postgres").arg(&dir.0).status();
-        let initdb = bin.join("initdb");
-        if !as_postgres(&[
-            initdb.to_str()?,
-            "-D",
-            data.to_str()?,
-            "--auth=trust",
-            "-U",
-            "postgres",
-        ]) {
-            return None;
-        }
-        let pg = PrivatePostgres {
-            bin,
-            data,
-            port: crate::ops::free_port(),
-            _dir: dir,
-        };
-        pg.ctl("start").then_some(pg)
-    }
-
-    fn ctl(&self, what: &str) -> bool {
-        let opts = format!("-p {} -k {} -h 127.0.0.1", self.port, self.data.display());
-        let ctl = self.bin.join("pg_ctl");
-        let mut args = vec![
-            ctl.to_str().unwrap_or_default().to_owned(),
-            "-D".into(),
-            self.data.display().to_string(),
-            "-w".into(),
-            "-l".into(),
-            self.data.join("log").display().to_string(),
-        ];
-        if what == "start" {
-            args.extend(["-o".into(), opts]);
-        } else {
-            args.extend(["-m".into(), "fast".into()]);
-        }
-        args.push(what.into());
-        Command::new("runuser")
-            .args(["-u", "postgres", "--"])
-            .args(&args)
-            .output()
-            .is_ok_and(|o| o.status.success())
-    }
-
-    fn url(&self) -> String {
-        format!(
-            "host=127.0.0.1 port={} user=postgres dbname=postgres",
-            self.port
-        )
-    }
-}
-
-impl Drop for PrivatePostgres {
-    fn drop(&mut self) {
-        self.ctl("stop");
-    }
-}
-
 /// PostgreSQL restarted under a cluster: publishes fail meanwhile with an error naming the
 /// job cache, the return of a job that ends meanwhile is kept by the minion and stored once
 /// the database is back, and the cluster goes on without a restart.
@@ -774,13 +688,13 @@ fn a_postgres_restart_loses_no_return() {
     let o = c.replicas[0].saltq(&["cp1", "test.sleep", "3", "--async"]);
     assert_eq!(o.code, 0, "{o:?}");
     let jid = o.stdout.trim().rsplit(' ').next().unwrap().to_owned();
-    assert!(pg.ctl("stop"), "pg_ctl stop");
+    assert!(pg.down("fast"), "pg_ctl stop");
     let o = c.replicas[0].saltq(&["cp1", "test.ping"]);
     assert_eq!(o.code, 69, "{o:?}");
     assert!(o.stderr.contains("job cache"), "{o:?}");
     // The job ends while the database is down; its return waits on the minion.
     std::thread::sleep(Duration::from_secs(4));
-    assert!(pg.ctl("start"), "pg_ctl start");
+    assert!(pg.up(), "pg_ctl start");
     eventually(
         "the return stored once the database is back",
         Duration::from_secs(30),

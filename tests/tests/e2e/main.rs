@@ -1,15 +1,27 @@
 //! End-to-end tests: real `saltq-master`, `saltq-minion` and `saltq` processes on 127.0.0.1,
 //! over real QUIC and TLS/TCP sockets with mutual TLS.
 
+mod certs;
+mod chaos;
 mod cli;
 mod cluster;
 mod failover;
+mod fileserver;
 mod foundation;
+mod fuzz_grpc;
 mod handshake;
 mod interop;
 mod jobs;
 mod minion_link;
 mod ops;
+mod orchestrate;
 mod protocol;
-mod revocation;
 mod runners;
+mod saltapi;
+mod security;
+mod startup_states;
+mod states;
+mod system_states_host;
+mod system_states_mount;
+mod system_states_pkg;
+mod system_states_users;

@@ -28,13 +28,7 @@ pub(crate) fn get(addr: &str, path: &str) -> (u16, String) {
     (status, body)
 }
 
-pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+pub(crate) use saltq_tests::free_port;
 
 #[test]
 fn probes_and_metrics() {

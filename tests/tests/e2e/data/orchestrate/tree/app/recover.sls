@@ -1,0 +1,3 @@
+web_rollback:
+  test.succeed_with_changes:
+    - name: rollback

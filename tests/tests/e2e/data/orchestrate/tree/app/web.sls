@@ -1,0 +1,3 @@
+web_config:
+  test.succeed_with_changes:
+    - name: config

@@ -1,0 +1,2 @@
+db-nothing:
+  test.nop
