@@ -30,7 +30,10 @@ pub fn watched_until(
     mut done: impl FnMut(&[String]) -> bool,
 ) -> Vec<String> {
     use std::io::BufRead;
-    let stdout = watcher.stdout.take().expect("the watcher's stdout is piped");
+    let stdout = watcher
+        .stdout
+        .take()
+        .expect("the watcher's stdout is piped");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in std::io::BufReader::new(stdout).lines() {
