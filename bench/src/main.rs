@@ -9,6 +9,7 @@ mod procs;
 mod report;
 mod restart;
 mod salt;
+mod saltapi;
 mod scenarios;
 mod soak;
 mod states;

@@ -59,7 +59,8 @@ pub struct Figure {
     pub saltq: Summary,
     /// Salt's figure from the same run, where Salt can run that size.
     pub salt: Option<Summary>,
-    /// Salt ÷ saltq for lower-is-better figures (how many times faster or lighter saltq is).
+    /// How many times faster or lighter saltq is: Salt ÷ saltq for times and sizes, saltq ÷
+    /// Salt for rates (units per second).
     pub ratio: Option<f64>,
     /// Issue 7's target, where it sets one.
     pub target: Option<Target>,
@@ -82,9 +83,17 @@ impl Figure {
         salt: Option<Summary>,
         target: Option<Target>,
     ) -> Figure {
+        // How many times better saltq is: for a rate (a unit per second) saltq ÷ Salt, for
+        // times and sizes Salt ÷ saltq.
         let ratio = salt
             .filter(|s| saltq.median > 0.0 && s.median > 0.0)
-            .map(|s| s.median / saltq.median);
+            .map(|s| {
+                if unit.ends_with("/s") {
+                    saltq.median / s.median
+                } else {
+                    s.median / saltq.median
+                }
+            });
         Figure {
             scenario,
             size,
@@ -187,5 +196,16 @@ mod tests {
             Target::at_least(10000.0),
         );
         assert_eq!(slow.met, Some(false));
+        let rate = Figure::new(
+            "saltapi",
+            1,
+            "rps",
+            "r",
+            "requests/s",
+            Summary::single(300.0),
+            Some(Summary::single(20.0)),
+            None,
+        );
+        assert_eq!(rate.ratio, Some(15.0), "a rate: saltq ÷ Salt");
     }
 }

@@ -36,6 +36,9 @@ pub enum Scenario {
     Cluster,
     /// `state.apply` of a 50-state tree through the CLI, one minion, beside Salt.
     States,
+    /// salt-api `POST /` `test.ping`, one minion: latency and requests per second, beside
+    /// Salt's salt-api.
+    Saltapi,
     /// The master SIGKILLed and restarted with SIZE minions: how long until all answer again.
     Restart,
     /// One master, a swarm of SIZE, `--jobs` jobs (default 100,000): memory and descriptor
@@ -55,6 +58,7 @@ impl Scenario {
             Scenario::Publish => "publish",
             Scenario::Cluster => "cluster",
             Scenario::States => "states",
+            Scenario::Saltapi => "saltapi",
             Scenario::Restart => "restart",
             Scenario::Soak => "soak",
         }
@@ -63,7 +67,11 @@ impl Scenario {
     /// The size when none is given.
     pub fn default_size(self) -> usize {
         match self {
-            Scenario::Cli | Scenario::Rpc | Scenario::MinionRss | Scenario::States => 1,
+            Scenario::Cli
+            | Scenario::Rpc
+            | Scenario::MinionRss
+            | Scenario::States
+            | Scenario::Saltapi => 1,
             Scenario::Swarm | Scenario::Returns => 1000,
             Scenario::Publish => 10_000,
             Scenario::Cluster => 1000,
@@ -85,6 +93,7 @@ pub const ALL: &[(Scenario, usize)] = &[
     (Scenario::Returns, 1000),
     (Scenario::Publish, 10_000),
     (Scenario::States, 1),
+    (Scenario::Saltapi, 1),
     (Scenario::Restart, 12),
     (Scenario::Restart, 10_000),
     (Scenario::Soak, 100),
@@ -146,6 +155,7 @@ impl Ctx {
             Scenario::Publish => self.publish(size).await,
             Scenario::Cluster => self.cluster(size).await,
             Scenario::States => self.states().await,
+            Scenario::Saltapi => self.saltapi().await,
             Scenario::Restart => self.restart(size).await,
             Scenario::Soak => self.soak(size).await,
         };
