@@ -665,6 +665,14 @@ fn git_with_opts(call: &Call) -> Result<Vec<String>, ExecError> {
     Ok(argv)
 }
 
+/// `git [git_opts] SUB [opts]`: the start of most commands, before their own arguments.
+fn subcommand(call: &Call, sub: &str) -> Result<Vec<String>, ExecError> {
+    let mut argv = git_with_opts(call)?;
+    argv.push(sub.to_owned());
+    argv.extend(opts_arg(call)?);
+    Ok(argv)
+}
+
 /// The call's `opts`, formatted.
 fn opts_arg(call: &Call) -> Result<Vec<String>, ExecError> {
     format_opts(call.arg("opts"))
@@ -698,9 +706,7 @@ CLI Example:
 ";
 
 async fn branch(call: Call) -> Result<Value, ExecError> {
-    let mut argv = git_with_opts(&call)?;
-    argv.push("branch".into());
-    argv.extend(opts_arg(&call)?);
+    let mut argv = subcommand(&call, "branch")?;
     argv.extend(str_arg(&call, "name"));
     stdout_in_cwd(&call, argv, false).await?;
     Ok(json!(true))
@@ -757,9 +763,7 @@ async fn clone(call: Call) -> Result<Value, ExecError> {
         str_arg(&call, "https_user").as_deref(),
         str_arg(&call, "https_pass").as_deref(),
     )?;
-    let mut argv = git_with_opts(&call)?;
-    argv.push("clone".into());
-    argv.extend(opts_arg(&call)?);
+    let mut argv = subcommand(&call, "clone")?;
     argv.extend(["--".into(), url]);
     let clone_cwd = match str_arg(&call, "name") {
         Some(name) => {
@@ -815,9 +819,7 @@ async fn diff(call: Call) -> Result<Value, ExecError> {
             "The 'no_index' and 'cached' options cannot be used together",
         ));
     }
-    let mut argv = git_with_opts(&call)?;
-    argv.push("diff".into());
-    argv.extend(opts_arg(&call)?);
+    let mut argv = subcommand(&call, "diff")?;
     let items: Vec<String> = ["item1", "item2"]
         .iter()
         .filter_map(|k| call.opt_arg(k).filter(|v| truthy(v)).map(python::str))
@@ -1085,9 +1087,7 @@ async fn ls_remote(call: Call) -> Result<Value, ExecError> {
         str_arg(&call, "https_user").as_deref(),
         str_arg(&call, "https_pass").as_deref(),
     )?;
-    let mut argv = git_with_opts(&call)?;
-    argv.push("ls-remote".into());
-    argv.extend(opts_arg(&call)?);
+    let mut argv = subcommand(&call, "ls-remote")?;
     argv.push(remote);
     if let Some(r) = call.opt_arg("ref").filter(|v| truthy(v)) {
         argv.push(python::str(r));
@@ -1131,9 +1131,7 @@ CLI Example:
 
 async fn merge(call: Call) -> Result<Value, ExecError> {
     reject_kwargs(&call, &[])?;
-    let mut argv = git_with_opts(&call)?;
-    argv.push("merge".into());
-    argv.extend(opts_arg(&call)?);
+    let mut argv = subcommand(&call, "merge")?;
     if let Some(rev) = call.opt_arg("rev").filter(|v| truthy(v)) {
         argv.push(python::str(rev));
     }
@@ -1202,9 +1200,7 @@ async fn merge_base(call: Call) -> Result<Value, ExecError> {
             refs.push("HEAD".into());
         }
     }
-    let mut argv = git_with_opts(&call)?;
-    argv.push("merge-base".into());
-    argv.extend(opts_arg(&call)?);
+    let mut argv = subcommand(&call, "merge-base")?;
     if all {
         argv.push("--all".into());
     }
@@ -1428,9 +1424,7 @@ CLI Example:
 ";
 
 async fn reset(call: Call) -> Result<Value, ExecError> {
-    let mut argv = git_with_opts(&call)?;
-    argv.push("reset".into());
-    argv.extend(opts_arg(&call)?);
+    let argv = subcommand(&call, "reset")?;
     let how = How {
         cwd: Some(cwd_arg(&call)?),
         identity: true,
@@ -1451,9 +1445,7 @@ CLI Example:
 ";
 
 async fn rev_parse(call: Call) -> Result<Value, ExecError> {
-    let mut argv = git_with_opts(&call)?;
-    argv.push("rev-parse".into());
-    argv.extend(opts_arg(&call)?);
+    let mut argv = subcommand(&call, "rev-parse")?;
     argv.extend(str_arg(&call, "rev"));
     stdout_in_cwd(&call, argv, false).await
 }
