@@ -27,8 +27,11 @@ pub enum PillarError {
     /// A pillar file whose data is not a mapping (Salt's words).
     #[error("SLS '{name}' does not render to a dictionary ({path})")]
     NotADict { name: String, path: PathBuf },
-    /// A pillar named in the top file does not exist.
-    #[error("pillar {name:?} named in the top file was not found under {roots}")]
+    /// A pillar named in the top file does not exist. Salt's words; the name as written
+    /// (quoted, not escaped: a name with a backslash must still be found in the top file).
+    #[error(
+        "Specified SLS '{name}' in the pillar top file is not available on the salt master (pillar_roots: {roots})"
+    )]
     Missing { name: String, roots: String },
 }
 

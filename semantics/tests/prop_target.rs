@@ -40,6 +40,13 @@ fn id() -> impl Strategy<Value = String> {
     "[a-z][a-z0-9._-]{0,8}"
 }
 
+/// An id that can stand as a word of a compound target: not an operator (`or`).
+fn word_id() -> impl Strategy<Value = String> {
+    id().prop_filter("an operator is not an id word", |i| {
+        !matches!(i.as_str(), "and" | "or" | "not")
+    })
+}
+
 /// A value found in grains or pillar.
 fn scalar() -> impl Strategy<Value = Value> {
     prop_oneof![
@@ -111,6 +118,10 @@ fn glob() -> impl Strategy<Value = String> {
         1..6,
     )
     .prop_map(|parts| parts.concat())
+    // A bare word `or` is the operator in a compound target, in Salt too: not a glob.
+    .prop_filter("an operator is not a glob", |g| {
+        !matches!(g.as_str(), "and" | "or" | "not")
+    })
 }
 
 /// A Python regex that compiles.
@@ -230,7 +241,7 @@ impl Ast {
 fn nodegroups() -> impl Strategy<Value = Nodegroups> {
     let def = prop_oneof![
         3 => (ast(word().boxed()), any::<bool>()).prop_map(|(tree, list)| (Some(tree.words()), vec![], list)),
-        1 => (prop::collection::vec(id(), 1..4), any::<bool>()).prop_map(|(ids, list)| (None, ids, list)),
+        1 => (prop::collection::vec(word_id(), 1..4), any::<bool>()).prop_map(|(ids, list)| (None, ids, list)),
     ];
     prop::collection::vec((def, any::<u8>()), 1..5).prop_map(|defs| {
         let mut groups = Nodegroups::new();
@@ -551,8 +562,9 @@ proptest! {
             let comp = Target::compile(&words.join(" "), TargetType::Compound, None, &Nodegroups::new())
                 .map_err(|e| TestCaseError::fail(format!("{words:?}: {e}")))?;
             prop_assert_eq!(comp.matches(&f), got, "{} as {:?}", name, words);
-            // N@name inside a compound is the nodegroup in parentheses.
-            let inside = Target::compile(&format!("N@{name} and {id}"), TargetType::Compound, None, &groups)
+            // N@name inside a compound is the nodegroup in parentheses. The id as `L@id`: a
+            // bare id can be an operator word (`or`), which a compound cannot hold.
+            let inside = Target::compile(&format!("N@{name} and L@{id}"), TargetType::Compound, None, &groups)
                 .map_err(|e| TestCaseError::fail(format!("N@{name}: {e}")))?;
             prop_assert_eq!(inside.matches(&f), got);
         }

@@ -174,11 +174,18 @@ pub fn load_yaml_split<T: DeserializeOwned + Default>(
     let typed = serde_path_to_error::deserialize(serde_yaml_ng::Value::Mapping(rest)).map_err(
         |e: serde_path_to_error::Error<serde_yaml_ng::Error>| {
             let key = e.path().to_string();
-            let message = e
+            let mut message = e
                 .inner()
                 .to_string()
                 .replace("unknown field", "unknown key");
-            if key == "." || message.starts_with("unknown key") {
+            // The path of an unknown key ends with the key itself. Inside a nested map, say
+            // which map: a key nobody can see (an empty one) leaves nothing to search for.
+            let segments: Vec<String> = e.path().iter().map(ToString::to_string).collect();
+            if message.starts_with("unknown key") && segments.len() > 1 {
+                let map = segments[..segments.len() - 1].join(".");
+                message = format!("under `{map}`: {message}");
+            }
+            if key == "." || message.starts_with("under `") {
                 ConfigError::Invalid {
                     path: path.to_path_buf(),
                     message,
@@ -252,6 +259,42 @@ mod tests {
     #[serde(deny_unknown_fields, default)]
     struct Sample {
         port: u16,
+    }
+
+    #[derive(Debug, Default, serde::Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    struct Outer {
+        api: Sample,
+    }
+
+    /// Regression (found by the master's config property test): an unknown key inside a
+    /// nested map was reported without the map, so an empty key named nothing at all.
+    #[test]
+    fn an_unknown_nested_key_names_its_map() {
+        let dir = std::env::temp_dir().join(format!("saltq-cfgn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("master");
+        for (text, want) in [
+            (
+                "api:
+  '': null
+",
+                "under `api`: unknown key ``",
+            ),
+            (
+                "api:
+  prot: 1
+",
+                "under `api`: unknown key `prot`",
+            ),
+        ] {
+            std::fs::write(&f, text).unwrap();
+            let e = load_yaml_split::<Outer>(&f, |_| false)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want) && e.contains("master"), "{e}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

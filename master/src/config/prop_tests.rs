@@ -149,6 +149,18 @@ proptest! {
     }
 }
 
+/// Regression (found by `known_keys_with_values_of_any_type`): an empty key inside
+/// `rest_cherrypy` was refused with a message naming neither it nor its map.
+#[test]
+fn regression_an_empty_key_in_a_nested_map_names_the_map() {
+    let (r, _) = load_text("rest_cherrypy:\n  '': null\n");
+    let msg = r.expect_err("an empty key is unknown");
+    assert!(
+        msg.contains("under `rest_cherrypy`: unknown key ``"),
+        "{msg}"
+    );
+}
+
 /// Regression (found by `known_keys_with_values_of_any_type`): a finite number of seconds
 /// too large for a `Duration` panicked the master at start instead of naming the key.
 #[test]

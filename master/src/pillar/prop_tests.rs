@@ -167,3 +167,13 @@ proptest! {
         }
     }
 }
+
+/// Regression (found by `any_top_and_pillar_files`): a missing pillar's name was printed
+/// escaped (`"A\\ "`), so the name as written in the top file was not in the message.
+#[test]
+fn regression_a_missing_pillar_is_named_as_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("top.sls"), "base:\n  m1:\n    - 'A\\ '\n").unwrap();
+    let e = compile(&[dir.path().to_path_buf()], "m1", &json!({})).unwrap_err();
+    assert!(e.to_string().contains("Specified SLS 'A\\ '"), "{e}");
+}
