@@ -741,6 +741,28 @@ mod tests {
         );
     }
 
+    #[test]
+    fn master_job_cache_names_a_returner_that_stores_jobs() {
+        assert_eq!(load("").unwrap().master_job_cache, None);
+        assert_eq!(
+            load("master_job_cache: local_cache\n")
+                .unwrap()
+                .master_job_cache,
+            None
+        );
+        assert_eq!(
+            load("master_job_cache: mysql\n").unwrap().master_job_cache,
+            Some("mysql".into())
+        );
+        for bad in ["syslog", "sqlite", "mongo"] {
+            let err = load(&format!("master_job_cache: {bad}\n")).unwrap_err();
+            assert!(
+                err.contains("key \"master_job_cache\"") && err.contains(bad),
+                "{err}"
+            );
+        }
+    }
+
     const PG: &str = "job_cache: postgres\njob_cache_postgres: 'host=db'\n";
 
     #[test]
