@@ -84,17 +84,16 @@ fn tools() -> Result<Tools, String> {
         Ok(v) if !v.is_empty() => Ok(v),
         _ => Err(format!("{name} is not set ({what})")),
     };
-    let venv = PathBuf::from(var("SALTQ_TEST_ALCALI", "a venv with alcali and mysqlclient")?);
+    let venv = PathBuf::from(var(
+        "SALTQ_TEST_ALCALI",
+        "a venv with alcali and mysqlclient",
+    )?);
     if !venv.join("bin/alcali").exists() {
         return Err(format!("{} has no bin/alcali", venv.display()));
     }
     let chromium = PathBuf::from(var("SALTQ_TEST_CHROMIUM", "the chromium binary")?);
     let db = Db::parse(&var("SALTQ_TEST_MYSQL", "mysql://user@host:port/db")?)?;
-    Ok(Tools {
-        venv,
-        chromium,
-        db,
-    })
+    Ok(Tools { venv, chromium, db })
 }
 
 fn data() -> PathBuf {
@@ -299,7 +298,12 @@ fn alcali_logs_in_runs_test_ping_and_lists_the_job() {
     // so its event stream does not hold a worker others wait for).
     let env = alcali_env(&t, &db_name, &format!("https://{api}"));
     let location = run(&t, &env, "alcali", &["location"]);
-    let location = location.lines().last().unwrap_or_default().trim().to_owned();
+    let location = location
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
     let addr = format!("127.0.0.1:{}", free_port());
     let log_path = master.dir.0.join("alcali.log");
     let log = std::fs::File::create(&log_path).expect("alcali log");
