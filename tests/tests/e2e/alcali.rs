@@ -1,5 +1,6 @@
 //! Alcali (PyPI `alcali`, a web UI for Salt written by others) against a real saltq master
-//! and minion: Alcali reads Salt's job cache tables in MariaDB, which saltq fills
+//! and minion: Alcali reads Salt's job cache tables in MariaDB (the database of Alcali's own
+//! docker-compose and CI, and the first its docs name), which saltq fills
 //! (`master_job_cache: mysql`, `event_return: mysql`), and calls saltq's salt-api with pepper.
 //! Headless Chromium logs in through Alcali's login page, runs `test.ping` from its run page and
 //! sees the result, then finds the job on Alcali's jobs page; the database is checked to hold
