@@ -132,6 +132,10 @@ pub struct RawConfig {
     pub event_return_blacklist: Option<Vec<String>>,
     /// Events buffered while returners are down, at most (default 10000).
     pub event_return_buffer: Option<usize>,
+    /// A database returner that also receives every job's load and returns, so tools reading
+    /// Salt's `jids`/`salt_returns` tables see saltq's jobs (Salt's `master_job_cache`;
+    /// `local_cache`, the default, adds nothing to saltq's own job cache).
+    pub master_job_cache: Option<String>,
     /// Turns cluster mode on: masters with the same `cluster_id` are replicas of one master
     /// (Salt 3007's name). Letters, digits, `_` and `-`.
     pub cluster_id: Option<String>,
@@ -257,6 +261,8 @@ pub struct MasterConfig {
     pub reactor_workers: usize,
     /// Event returners and their queue settings.
     pub event_return: Option<saltq_returners::EventReturnConfig>,
+    /// The returner mirroring jobs into Salt's tables (`master_job_cache`), if any.
+    pub master_job_cache: Option<String>,
     /// Returner options (Salt's `returner.*`, `mysql.*`, ... keys) and `id`.
     pub returner_opts: serde_json::Value,
     /// Cluster mode, when `cluster_id` is set.
@@ -564,6 +570,19 @@ impl MasterConfig {
                     })
                 }
             },
+            master_job_cache: match raw.master_job_cache.as_deref() {
+                None | Some("local_cache") => None,
+                Some(n) if crate::job_cache_mirror::RETURNERS.contains(&n) => Some(n.to_owned()),
+                Some(n) => {
+                    return Err(bad(
+                        "master_job_cache",
+                        format!(
+                            "{n:?} cannot hold saltq's jobs: expected local_cache or one of {}",
+                            crate::job_cache_mirror::RETURNERS.join(", ")
+                        ),
+                    ));
+                }
+            },
             returner_opts: serde_json::Value::Null,
             timeout: secs("timeout", raw.timeout, 5.0)?,
             gather_job_timeout: secs("gather_job_timeout", raw.gather_job_timeout, 10.0)?,
@@ -720,6 +739,28 @@ mod tests {
             err.contains("key \"hash_type\"") && err.contains("crc"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn master_job_cache_names_a_returner_that_stores_jobs() {
+        assert_eq!(load("").unwrap().master_job_cache, None);
+        assert_eq!(
+            load("master_job_cache: local_cache\n")
+                .unwrap()
+                .master_job_cache,
+            None
+        );
+        assert_eq!(
+            load("master_job_cache: mysql\n").unwrap().master_job_cache,
+            Some("mysql".into())
+        );
+        for bad in ["syslog", "sqlite", "mongo"] {
+            let err = load(&format!("master_job_cache: {bad}\n")).unwrap_err();
+            assert!(
+                err.contains("key \"master_job_cache\"") && err.contains(bad),
+                "{err}"
+            );
+        }
     }
 
     const PG: &str = "job_cache: postgres\njob_cache_postgres: 'host=db'\n";

@@ -10,6 +10,7 @@ mod events;
 mod facts;
 mod follow;
 mod jids;
+mod job_cache_mirror;
 mod keys;
 mod load;
 mod metrics;

@@ -413,6 +413,21 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         }
         None => None,
     };
+    if let Some(name) = &master.cfg.master_job_cache {
+        let returners =
+            saltq_returners::Returners::from_opts(&master.cfg.returner_opts).map_err(|e| {
+                StartError {
+                    code: usage,
+                    error: anyhow::anyhow!("{}: {e}", master.cfg.file.display()),
+                }
+            })?;
+        tokio::spawn(crate::job_cache_mirror::run(
+            master.clone(),
+            returners,
+            name.clone(),
+            leadership.watch(),
+        ));
+    }
     let duties = tokio::spawn(crate::duties::run(
         master.clone(),
         leadership.clone(),

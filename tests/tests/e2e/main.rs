@@ -1,6 +1,7 @@
 //! End-to-end tests: real `saltq-master`, `saltq-minion` and `saltq` processes on 127.0.0.1,
 //! over real QUIC and TLS/TCP sockets with mutual TLS.
 
+mod alcali;
 mod certs;
 mod chaos;
 mod cli;

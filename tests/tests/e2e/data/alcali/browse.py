@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""Drives Alcali's web UI in headless Chromium as a user would, for tests/tests/e2e/alcali.rs.
+
+Chromium is spoken to over its DevTools protocol on a pipe (--remote-debugging-pipe: JSON
+messages separated by NUL bytes, on the browser's file descriptors 3 and 4), so no port, no
+websocket library and nothing outside Python's standard library is needed. Input is real:
+mouse clicks at an element's place and key events per character, so Vue sees the same events
+as from a person.
+
+    browse.py CHROMIUM ALCALI_URL USER PASSWORD MINION ARTIFACT_DIR
+
+Steps: log in through the login page, open the run page, run `test.ping` on MINION, wait for
+its result, then open the jobs page and wait for the job's row with USER as its user (Alcali
+reads it from Salt's `salt_returns` and `jids` tables). A screenshot is saved after each of
+the two; the last line printed is JSON: {"run": text of the results card, "jobs": [text of
+each such row], "screenshots": [paths]}. Any failure exits non-zero with what was being waited for, the page's
+text and its console messages, and a screenshot of the moment.
+"""
+
+import base64
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+# Longest any one step may take, in seconds.
+STEP_TIMEOUT = 60
+
+
+class Failure(Exception):
+    """A step of the walk through the UI failed."""
+
+
+class Browser:
+    """A headless Chromium and one page of it, over the DevTools pipe."""
+
+    def __init__(self, chromium, profile):
+        to_chrome_r, self._to_chrome = os.pipe()
+        self._from_chrome, from_chrome_w = os.pipe()
+        # The browser's ends are moved to 10 and above, clear of the 3 and 4 they go to.
+        for_chrome = []
+        for fd in (to_chrome_r, from_chrome_w):
+            for_chrome.append(fcntl.fcntl(fd, fcntl.F_DUPFD, 10))
+            os.close(fd)
+        to_chrome_r, from_chrome_w = for_chrome
+
+        # The browser reads commands on fd 3 and writes answers on fd 4; a shell's
+        # redirections put the pipe ends there.
+        place = f'exec "$@" 3<&{to_chrome_r} 4>&{from_chrome_w} {to_chrome_r}<&- {from_chrome_w}>&-'
+        self.proc = subprocess.Popen(
+            [
+                "/bin/bash",  # dash takes only one-digit descriptors
+                "-c",
+                place,
+                "sh",
+                chromium,
+                "--headless",
+                "--remote-debugging-pipe",
+                "--no-sandbox",  # CI runs as root, where Chromium's sandbox refuses to start
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--no-default-browser-check",
+                "--disable-extensions",
+                "--window-size=1600,1000",
+                f"--user-data-dir={profile}",
+                "about:blank",
+            ],
+            pass_fds=(to_chrome_r, from_chrome_w),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(to_chrome_r)
+        os.close(from_chrome_w)
+        self._buf = b""
+        self._next_id = 0
+        self.session = None
+        self.console = []
+        targets = self.call("Target.getTargets")["targetInfos"]
+        page = next(t for t in targets if t["type"] == "page")
+        self.session = self.call(
+            "Target.attachToTarget", targetId=page["targetId"], flatten=True
+        )["sessionId"]
+        self.call("Page.enable")
+        self.call("Runtime.enable")
+
+    def _read_message(self, deadline):
+        while b"\0" not in self._buf:
+            if time.monotonic() > deadline:
+                raise Failure("Chromium did not answer over the DevTools pipe")
+            chunk = os.read(self._from_chrome, 1 << 16)
+            if not chunk:
+                raise Failure(f"Chromium exited (status {self.proc.poll()})")
+            self._buf += chunk
+        raw, self._buf = self._buf.split(b"\0", 1)
+        return json.loads(raw)
+
+    def call(self, method, **params):
+        """Sends one DevTools command and returns its result, keeping events it sees."""
+        self._next_id += 1
+        msg = {"id": self._next_id, "method": method, "params": params}
+        if self.session:
+            msg["sessionId"] = self.session
+        os.write(self._to_chrome, json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + STEP_TIMEOUT
+        while True:
+            m = self._read_message(deadline)
+            if m.get("method") == "Runtime.consoleAPICalled":
+                args = m["params"].get("args", [])
+                self.console.append(
+                    " ".join(str(a.get("value", a.get("description", ""))) for a in args)
+                )
+            elif m.get("method") == "Runtime.exceptionThrown":
+                self.console.append(
+                    m["params"]["exceptionDetails"].get("exception", {}).get("description", "")
+                )
+            if m.get("id") == self._next_id:
+                if "error" in m:
+                    raise Failure(f"{method}: {m['error']}")
+                return m.get("result", {})
+
+    def js(self, expression):
+        """The value of a JavaScript expression in the page (promises awaited)."""
+        r = self.call(
+            "Runtime.evaluate",
+            expression=expression,
+            returnByValue=True,
+            awaitPromise=True,
+        )
+        if "exceptionDetails" in r:
+            raise Failure(f"page script failed: {r['exceptionDetails']}")
+        return r["result"].get("value")
+
+    def until(self, what, expression):
+        """Polls a JavaScript expression until it is truthy; returns its value."""
+        deadline = time.monotonic() + STEP_TIMEOUT
+        while time.monotonic() < deadline:
+            v = self.js(expression)
+            if v:
+                return v
+            time.sleep(0.2)
+        raise Failure(f"timed out after {STEP_TIMEOUT} s waiting for {what}")
+
+    def click(self, what, expression):
+        """Clicks, with the mouse, the middle of the element `expression` finds."""
+        rect = self.until(
+            what,
+            f"""(() => {{ const e = {expression};
+                if (!e) return null;
+                e.scrollIntoView({{block: 'center'}});
+                const r = e.getBoundingClientRect();
+                return r.width > 0 ? {{x: r.x + r.width / 2, y: r.y + r.height / 2}} : null;
+            }})()""",
+        )
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call(
+                "Input.dispatchMouseEvent",
+                type=kind,
+                x=rect["x"],
+                y=rect["y"],
+                button="left",
+                clickCount=1,
+            )
+
+    def type(self, text):
+        """Types text into the focused element, one key press per character."""
+        for ch in text:
+            self.call("Input.dispatchKeyEvent", type="keyDown", key=ch, text=ch)
+            self.call("Input.dispatchKeyEvent", type="keyUp", key=ch)
+
+    def value(self, label):
+        return self.js(f"({field(label)})?.value")
+
+    def fill(self, *fields):
+        """Types each (label, text) into its field, and again if a view redrawn meanwhile
+        (Alcali's redraw once their data arrives) lost any: done when every field has held
+        its text for a second."""
+        for _ in range(5):
+            for label, text in fields:
+                if self.value(label) != text:
+                    self.click(f"the {label} field", field(label))
+                    self.type(text)
+            held_since = time.monotonic()
+            while all(self.value(label) == text for label, text in fields):
+                if time.monotonic() - held_since > 1:
+                    return
+                time.sleep(0.1)
+        raise Failure(f"the fields do not keep their text: {fields}")
+
+    def goto(self, url):
+        self.call("Page.navigate", url=url)
+
+    def screenshot(self, path):
+        data = self.call("Page.captureScreenshot", format="png")["data"]
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(data))
+        return path
+
+    def close(self):
+        try:
+            self.call("Browser.close")
+        except Failure:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def field(label):
+    """JavaScript finding the input of the Vuetify field labelled `label`."""
+    return f"""[...document.querySelectorAll('.v-input')]
+        .filter(e => e.offsetParent !== null)
+        .filter(e => (e.querySelector('label')?.textContent || '').trim() === {json.dumps(label)})
+        .map(e => e.querySelector('input'))[0]"""
+
+
+def button(text):
+    """JavaScript finding the visible button reading `text`."""
+    return f"""[...document.querySelectorAll('button')]
+        .filter(e => e.offsetParent !== null && !e.disabled)
+        .filter(e => e.textContent.trim().toLowerCase() === {json.dumps(text.lower())})[0]"""
+
+
+def main():
+    chromium, url, user, password, minion, artifacts = sys.argv[1:7]
+    url = url.rstrip("/")
+    os.makedirs(artifacts, exist_ok=True)
+    shots = []
+    with tempfile.TemporaryDirectory(prefix="alcali-chromium-") as profile:
+        b = Browser(chromium, profile)
+        try:
+            # The login page.
+            b.goto(f"{url}/#/login")
+            b.fill(("Login", user), ("Password", password))
+            b.click("the sign-in button", button("Sign in"))
+            b.until(
+                "the dashboard after logging in",
+                "location.hash === '#/' && !!localStorage.getItem('access')",
+            )
+            # The user's settings arrive after the token; views drawn before them break.
+            b.until(
+                "the user's settings",
+                "!!(JSON.parse(localStorage.getItem('vuex') || '{}').settings || {}).Layout",
+            )
+
+            # The run page: test.ping on the minion.
+            b.goto(f"{url}/#/run")
+            b.fill(("Target", minion), ("Function", "test.ping"))
+            b.click("the run button", button("Run"))
+            run = b.until(
+                f"the result of test.ping on {minion}",
+                f"""(() => {{ const e = document.querySelector('.ansiStyle');
+                    const t = e ? e.innerText : '';
+                    return t.includes({json.dumps(minion)}) && t.includes('True') ? t : null;
+                }})()""",
+            )
+            shots.append(b.screenshot(os.path.join(artifacts, "run-test-ping.png")))
+
+            # The jobs page, read from Salt's tables: the job's row, with the user who ran
+            # it. The page does not refresh itself, so it is reloaded until the row is there.
+            b.goto(f"{url}/#/jobs")
+            rows_js = """[...document.querySelectorAll('table tbody tr')]
+                .map(r => r.innerText).filter(t => /\\d{20}/.test(t))"""
+            jobs = None
+            for _ in range(10):
+                rows = b.until(
+                    "the jobs table",
+                    f"(() => {{ const r = {rows_js}; return r.length ? r : null; }})()",
+                )
+                jobs = [
+                    r for r in rows if "test.ping" in r and minion in r and user in r.split()
+                ]
+                if jobs:
+                    break
+                b.call("Page.reload")
+            if not jobs:
+                raise Failure(f"no test.ping job of {user} on {minion} in the jobs table: {rows}")
+            shots.append(b.screenshot(os.path.join(artifacts, "jobs.png")))
+        except Failure as e:
+            try:
+                shots.append(b.screenshot(os.path.join(artifacts, "failure.png")))
+                text = b.js("document.body ? document.body.innerText : ''")
+            except Failure:
+                text = "(page unreadable)"
+            print(f"browse.py: {e}", file=sys.stderr)
+            print(f"page text:\n{text}", file=sys.stderr)
+            print("console:\n" + "\n".join(b.console), file=sys.stderr)
+            print(f"screenshots: {shots}", file=sys.stderr)
+            b.close()
+            sys.exit(1)
+        b.close()
+    print(json.dumps({"run": run, "jobs": jobs, "screenshots": shots}))
+
+
+if __name__ == "__main__":
+    main()
