@@ -288,12 +288,7 @@ impl ExternalAuth {
                         .unwrap_or(crate::pam::DEFAULT_SERVICE)
                         .to_owned(),
                 }),
-                "auto" => {
-                    tracing::warn!(
-                        "external_auth: the auto backend accepts any password for any user: it is meant for tests, never production"
-                    );
-                    Check::Auto
-                }
+                "auto" => Check::Auto,
                 other => {
                     return Err(format!(
                         "eauth backend {other:?} is not served by saltq: the backends are file, pam and auto"
@@ -352,6 +347,19 @@ impl ExternalAuth {
             out.extend(b.users.get(&format!("{g}%")).cloned().unwrap_or_default());
         }
         out
+    }
+
+    /// Logs a warning when a backend lets anyone in (`auto`), once salt-api starts.
+    pub fn warn_if_unsafe(&self) {
+        if self
+            .backends
+            .values()
+            .any(|b| matches!(b.check, Check::Auto))
+        {
+            tracing::warn!(
+                "external_auth: the auto backend accepts any password for any user: it is meant for tests, never production"
+            );
+        }
     }
 
     /// Whether the user's system groups are to be looked up: the backend knows groups (only

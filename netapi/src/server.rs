@@ -218,7 +218,9 @@ impl Api {
                 ),
             });
         }
+        // Salt's auth functions take a username and a password: without either, no login.
         if user.is_empty()
+            || !creds.contains_key("password")
             || !self
                 .cfg
                 .external_auth
@@ -810,6 +812,7 @@ pub async fn serve(
     tls: Option<TlsAcceptor>,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    cfg.external_auth.warn_if_unsafe();
     let tokens = TokenStore::new(cfg.token_dir.clone());
     let pruned = tokens.prune(now());
     if pruned > 0 {
