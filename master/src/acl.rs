@@ -803,5 +803,12 @@ mod tests {
             acl.check_publish("ci", &s(&["test.ping"]), &[], &web)
                 .is_ok()
         );
+        assert_eq!(check_arg_specs(acl.publisher.as_ref()), Ok(()));
+        let bad: PublisherAcl =
+            serde_yaml_ng::from_str("ci:\n  - 'web*': [{cmd.run: {args: 'ls'}}]\n").unwrap();
+        assert_eq!(
+            check_arg_specs(Some(&bad)),
+            Err("ci: web*: cmd.run: args must be a list, not \"ls\"".into())
+        );
     }
 }

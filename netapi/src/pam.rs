@@ -167,7 +167,7 @@ pub fn helper_main() -> i32 {
     }
     let cstr = |b: &[u8]| CString::new(b).expect("split on NUL bytes");
     let (service, user, password) = (cstr(service), cstr(user), cstr(password));
-    match authenticate(&service, &user, &password) {
+    match authenticate(LIBRARIES, &service, &user, &password) {
         Ok(()) => OK,
         Err(Failure::NoLibrary(why)) => say(NO_LIBPAM, &why),
         Err(Failure::Refused(why)) => say(REFUSED, &why),
@@ -250,12 +250,32 @@ unsafe fn free_responses(out: *mut PamResponse, n: usize) {
     unsafe { libc::free(out as *mut c_void) };
 }
 
+/// The function `name` (NUL-terminated) of libpam.
+///
+/// # Safety
+/// `T` must be the function's C prototype, and the pointer must not be called after `lib`
+/// is dropped.
+unsafe fn sym<T: Copy>(lib: &libloading::Library, name: &[u8]) -> Result<T, Failure> {
+    // SAFETY: the caller promises `T` is the symbol's type.
+    unsafe { lib.get::<T>(name) }.map(|s| *s).map_err(|e| {
+        Failure::NoLibrary(format!(
+            "libpam has no {}: {e}",
+            String::from_utf8_lossy(name.strip_suffix(b"\0").unwrap_or(name))
+        ))
+    })
+}
+
 /// Runs `pam_start`, `pam_authenticate`, `pam_acct_mgmt` and `pam_end` for `user`.
-fn authenticate(service: &CStr, user: &CStr, password: &CStr) -> Result<(), Failure> {
+fn authenticate(
+    libraries: &[&str],
+    service: &CStr,
+    user: &CStr,
+    password: &CStr,
+) -> Result<(), Failure> {
     let mut tried = Vec::new();
     // SAFETY: loading libpam runs its initialisers, which only set up the library itself; we
     // are a fresh single-threaded child process doing nothing else.
-    let lib = LIBRARIES
+    let lib = libraries
         .iter()
         .find_map(|name| match unsafe { libloading::Library::new(name) } {
             Ok(l) => Some(l),
@@ -270,22 +290,15 @@ fn authenticate(service: &CStr, user: &CStr, password: &CStr) -> Result<(), Fail
             tried.join("; ")
         )));
     };
-    let sym = |name: &[u8]| -> Result<*mut c_void, Failure> {
-        // SAFETY: the symbol is looked up as an untyped pointer; each is cast below to the
-        // signature Linux-PAM's headers declare for that name.
-        unsafe { lib.get::<*mut c_void>(name) }
-            .map(|s| *s)
-            .map_err(|e| Failure::NoLibrary(format!("libpam has no {:?}: {e}", name)))
-    };
-    // SAFETY: these are the prototypes of security/pam_appl.h for these four functions; the
-    // pointers stay valid while `lib` is alive, which is past their last use below.
+    // SAFETY: each type is the prototype security/pam_appl.h declares for that name; the
+    // function pointers are used only while `lib` is alive (it is dropped at the end).
     let (start, auth, acct, end, strerror) = unsafe {
         (
-            std::mem::transmute::<*mut c_void, PamStart>(sym(b"pam_start\0")?),
-            std::mem::transmute::<*mut c_void, PamCall>(sym(b"pam_authenticate\0")?),
-            std::mem::transmute::<*mut c_void, PamCall>(sym(b"pam_acct_mgmt\0")?),
-            std::mem::transmute::<*mut c_void, PamCall>(sym(b"pam_end\0")?),
-            std::mem::transmute::<*mut c_void, PamStrerror>(sym(b"pam_strerror\0")?),
+            sym::<PamStart>(&lib, b"pam_start\0")?,
+            sym::<PamCall>(&lib, b"pam_authenticate\0")?,
+            sym::<PamCall>(&lib, b"pam_acct_mgmt\0")?,
+            sym::<PamCall>(&lib, b"pam_end\0")?,
+            sym::<PamStrerror>(&lib, b"pam_strerror\0")?,
         )
     };
     let conv = PamConv {
@@ -331,7 +344,6 @@ fn authenticate(service: &CStr, user: &CStr, password: &CStr) -> Result<(), Fail
     };
     // SAFETY: ends the handle once; nothing uses it afterwards.
     unsafe { end(handle, rc) };
-    drop(conv);
     match why {
         None => Ok(()),
         Some(w) => Err(Failure::Refused(w)),
@@ -372,5 +384,30 @@ mod tests {
         // SAFETY: counts outside 1..=32 are refused before anything is read.
         let rc = unsafe { converse(0, ptrs.as_mut_ptr(), &mut resp, pw.as_ptr() as *mut c_void) };
         assert_eq!(rc, PAM_CONV_ERR);
+    }
+
+    /// Without libpam the check fails with the names tried and what to install.
+    #[test]
+    fn a_missing_libpam_is_named() {
+        let c = |s: &str| CString::new(s).unwrap();
+        let e = authenticate(
+            &["libsaltq-no-such-pam.so.0"],
+            &c("login"),
+            &c("u"),
+            &c("p"),
+        );
+        match e {
+            Err(Failure::NoLibrary(why)) => {
+                assert!(
+                    why.starts_with("cannot load libpam (libsaltq-no-such-pam.so.0: "),
+                    "{why}"
+                );
+                assert!(
+                    why.ends_with("install the system's PAM library (Debian: libpam0g)"),
+                    "{why}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
