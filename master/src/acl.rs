@@ -16,16 +16,43 @@ use std::collections::BTreeMap;
 
 use saltq_semantics::python::fnmatch;
 use serde::Deserialize;
+use serde_json::{Map, Value};
 use tonic::Status;
 
-/// One `publisher_acl` entry: a function glob for any target, or `{target_glob: [function globs]}`.
+/// One `publisher_acl` entry: a function glob for any target, or `{target_glob: [function
+/// conditions]}`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum AclEntry {
     /// Allowed on every minion.
     Fun(String),
     /// Allowed on minions whose id matches the key.
-    Target(BTreeMap<String, Vec<String>>),
+    Target(BTreeMap<String, Vec<FunCond>>),
+}
+
+/// A function condition of a target entry: a glob, or `{glob: {args: [...], kwargs: {...}}}`
+/// (Salt's argument-restricted entry, its arguments checked with Salt's regexes).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum FunCond {
+    /// Any call of the functions the glob matches.
+    Glob(String),
+    /// Calls of the functions the key matches whose arguments pass [`args_check`].
+    Args(BTreeMap<String, Value>),
+}
+
+impl FunCond {
+    /// Whether this condition allows `fun` called with `call`.
+    fn allows(&self, fun: &str, call: CallArgs) -> bool {
+        match self {
+            FunCond::Glob(g) => fnmatch(fun, g),
+            FunCond::Args(m) => {
+                m.len() == 1
+                    && m.iter()
+                        .any(|(g, spec)| fnmatch(fun, g) && args_check(spec, call))
+            }
+        }
+    }
 }
 
 /// `publisher_acl`: client name (or glob) → entries.
@@ -79,50 +106,99 @@ fn re_match(pattern: &str, s: &str) -> bool {
     regex::Regex::new(&format!("^(?:{pattern})")).is_ok_and(|r| r.is_match(s))
 }
 
-/// Salt's `__fun_check` without arguments: a condition (or list of them) is a function regex,
-/// or `{regex: {args, kwargs}}`; argument-restricted conditions are not checked against the
-/// call's arguments here, so they only grant a call that restricts nothing.
-fn fun_check(valid: &serde_json::Value, fun: &str) -> bool {
-    use serde_json::Value;
+/// A call's arguments as Salt's eauth checks (`__args_check`) see them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallArgs<'a> {
+    /// Positional arguments as sent, `key=value` strings included (Salt checks them as
+    /// written; the minion parses them later).
+    pub arg: &'a [Value],
+    /// Keyword arguments; `None` when the call passes none, so every `kwargs` condition fails.
+    pub kwarg: Option<&'a Map<String, Value>>,
+}
+
+/// Salt's `match_check` of one condition against a value: a string is `re.match`ed against
+/// Python's `str()` of the value; any other condition matches nothing (Salt logs it and
+/// refuses).
+fn cond_match(cond: &Value, v: &Value) -> bool {
+    match cond {
+        Value::String(r) => re_match(r, &saltq_semantics::python::str(v)),
+        _ => false,
+    }
+}
+
+/// Salt's `__args_check`: `valid` is `{args: [...], kwargs: {...}}` or a list of them; one
+/// must hold. `args[i]` must match the call's i-th positional argument (`null` matches any,
+/// but the argument must be there); each `kwargs` key must be passed and match. Arguments the
+/// condition does not name are not checked, as in Salt.
+pub fn args_check(valid: &Value, call: CallArgs) -> bool {
+    let conds: Vec<&Value> = match valid {
+        Value::Array(a) => a.iter().collect(),
+        v => vec![v],
+    };
+    conds.iter().any(|cond| {
+        let Value::Object(cond) = cond else {
+            return false;
+        };
+        let args_ok = match cond.get("args") {
+            None => true,
+            Some(Value::Array(want)) => want.iter().enumerate().all(|(i, c)| {
+                call.arg
+                    .get(i)
+                    .is_some_and(|got| c.is_null() || cond_match(c, got))
+            }),
+            Some(_) => false,
+        };
+        let kwargs_ok = match cond.get("kwargs") {
+            None => true,
+            Some(Value::Object(want)) => want.iter().all(|(k, c)| {
+                call.kwarg
+                    .and_then(|kw| kw.get(k))
+                    .is_some_and(|got| c.is_null() || cond_match(c, got))
+            }),
+            Some(_) => false,
+        };
+        args_ok && kwargs_ok
+    })
+}
+
+/// Salt's `__fun_check`: a condition (or list of them) is a function regex, or a one-key
+/// `{function regex: argument conditions}` whose arguments must pass [`args_check`].
+pub fn fun_check(valid: &Value, fun: &str, call: CallArgs) -> bool {
     let conds: Vec<&Value> = match valid {
         Value::Array(a) => a.iter().collect(),
         v => vec![v],
     };
     conds.iter().any(|c| match c {
         Value::String(r) => re_match(r, fun),
-        Value::Object(m) => m.iter().any(|(r, spec)| {
-            re_match(r, fun)
-                && spec
-                    .as_object()
-                    .is_none_or(|o| o.values().all(|v| v.is_null()))
-        }),
+        Value::Object(m) if m.len() == 1 => m
+            .iter()
+            .any(|(r, spec)| re_match(r, fun) && args_check(spec, call)),
         _ => false,
     })
 }
 
-/// Salt's `auth_check` for a job: every function allowed on every minion, by a function regex
-/// or a `{target glob: [conditions]}` entry matching the minion.
-fn eauth_publish(perms: &[serde_json::Value], funs: &[String], minions: &[String]) -> bool {
-    use serde_json::Value;
-    funs.iter().all(|fun| {
-        perms
-            .iter()
-            .any(|p| matches!(p, Value::String(r) if !r.starts_with('@') && re_match(r, fun)))
-            || minions.iter().all(|id| {
-                perms.iter().any(|p| match p {
-                    Value::Object(m) if m.len() == 1 => m.iter().any(|(tgt, conds)| {
-                        !tgt.starts_with('@') && fnmatch(id, tgt) && fun_check(conds, fun)
-                    }),
-                    _ => false,
-                })
-            })
+/// Salt's `auth_check` for a job: every function (with its arguments, `args[i]` for
+/// `funs[i]`) allowed on every minion, by a function regex, or by one `{target glob:
+/// [conditions]}` entry whose glob matches every minion (Salt's `validate_tgt`).
+fn eauth_publish(perms: &[Value], funs: &[String], args: &[CallArgs], minions: &[String]) -> bool {
+    funs.iter().enumerate().all(|(i, fun)| {
+        let call = args.get(i).copied().unwrap_or_default();
+        perms.iter().any(|p| match p {
+            Value::String(r) => !r.starts_with('@') && re_match(r, fun),
+            Value::Object(m) if m.len() == 1 => m.iter().any(|(tgt, conds)| {
+                !tgt.starts_with('@')
+                    && minions.iter().all(|id| fnmatch(id, tgt))
+                    && fun_check(conds, fun, call)
+            }),
+            _ => false,
+        })
     })
 }
 
 /// Salt's `spec_check` for a runner or wheel function (`form`): `@runner`/`@wheel` (or
-/// `@runners`), `@<module>`, or `{'@runner': [regexes]}`/`{'@<module>': [function regexes]}`.
-fn eauth_spec(perms: &[serde_json::Value], fun: &str, form: &str) -> bool {
-    use serde_json::Value;
+/// `@runners`), `@<module>`, or `{'@runner': [conditions]}`/`{'@<module>': [conditions]}`,
+/// whose conditions may restrict the call's arguments as [`fun_check`]'s do.
+fn eauth_spec(perms: &[Value], fun: &str, form: &str, call: CallArgs) -> bool {
     let Some((module, name)) = fun.split_once('.') else {
         return false;
     };
@@ -137,8 +213,8 @@ fn eauth_spec(perms: &[serde_json::Value], fun: &str, form: &str) -> bool {
             let Some(rest) = k.strip_prefix('@') else {
                 return false;
             };
-            (rest == module && fun_check(conds, name))
-                || ((rest == form || *k == plural) && fun_check(conds, fun))
+            (rest == module && fun_check(conds, name, call))
+                || ((rest == form || *k == plural) && fun_check(conds, fun, call))
         }),
         _ => false,
     })
@@ -149,6 +225,32 @@ fn eauth_refused(user: &str, auth_type: &str) -> Status {
     Status::permission_denied(format!(
         "Authentication failure of type \"{auth_type}\" occurred for user {user}."
     ))
+}
+
+/// Checks the argument conditions of a `publisher_acl`/`client_acl` (the shape serde cannot
+/// check): the error names the client, the function and what is wrong.
+pub fn check_arg_specs(acl: Option<&PublisherAcl>) -> Result<(), String> {
+    for (client, entries) in acl.into_iter().flatten() {
+        for e in entries {
+            let AclEntry::Target(m) = e else { continue };
+            for (tgt, conds) in m {
+                for c in conds {
+                    let FunCond::Args(f) = c else { continue };
+                    if f.len() != 1 {
+                        return Err(format!(
+                            "{client}: {tgt}: an argument-restricted entry names one function, not {}",
+                            f.len()
+                        ));
+                    }
+                    for (fun, spec) in f {
+                        saltq_netapi::eauth::check_arg_spec(spec)
+                            .map_err(|m| format!("{client}: {tgt}: {fun}: {m}"))?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The name of the master's own client certificate, never restricted.
@@ -168,7 +270,7 @@ fn grants(entries: &[&AclEntry], perm: &str, fun: &str) -> bool {
         AclEntry::Fun(g) => g == perm,
         AclEntry::Target(m) => m
             .get(perm)
-            .is_some_and(|globs| globs.iter().any(|g| fnmatch(fun, g))),
+            .is_some_and(|conds| conds.iter().any(|c| c.allows(fun, CallArgs::default()))),
     })
 }
 
@@ -213,11 +315,13 @@ impl Acl {
         })
     }
 
-    /// May `user` run every one of `funs` on every one of `minions`?
+    /// May `user` run every one of `funs` (with its arguments, `args[i]` for `funs[i]`) on
+    /// every one of `minions`?
     pub fn check_publish(
         &self,
         user: &str,
         funs: &[String],
+        args: &[CallArgs],
         minions: &[String],
     ) -> Result<(), Status> {
         if (self.publisher.is_none() && self.client.is_none()) || user == ADMIN {
@@ -229,13 +333,14 @@ impl Acl {
                 "publisher_acl: client {user} has no entry, so it may not publish jobs"
             )));
         }
-        for fun in funs {
+        for (i, fun) in funs.iter().enumerate() {
+            let call = args.get(i).copied().unwrap_or_default();
             for id in minions {
                 let allowed = entries.iter().any(|e| match e {
                     AclEntry::Fun(g) => fnmatch(fun, g),
-                    AclEntry::Target(m) => m
-                        .iter()
-                        .any(|(tgt, fs)| fnmatch(id, tgt) && fs.iter().any(|g| fnmatch(fun, g))),
+                    AclEntry::Target(m) => m.iter().any(|(tgt, fs)| {
+                        fnmatch(id, tgt) && fs.iter().any(|c| c.allows(fun, call))
+                    }),
                 });
                 if !allowed {
                     return Err(Status::permission_denied(format!(
@@ -275,12 +380,19 @@ impl Acl {
 }
 
 impl Acl {
-    /// May `who` run every one of `funs` on every one of `minions`?
-    pub fn publish(&self, who: &Caller, funs: &[String], minions: &[String]) -> Result<(), Status> {
+    /// May `who` run every one of `funs` (with `args[i]` for `funs[i]`) on every one of
+    /// `minions`?
+    pub fn publish(
+        &self,
+        who: &Caller,
+        funs: &[String],
+        args: &[CallArgs],
+        minions: &[String],
+    ) -> Result<(), Status> {
         match who {
-            Caller::Cert(name) => self.check_publish(name, funs, minions),
+            Caller::Cert(name) => self.check_publish(name, funs, args, minions),
             Caller::Eauth { perms, .. } => {
-                if eauth_publish(perms, funs, minions) {
+                if eauth_publish(perms, funs, args, minions) {
                     Ok(())
                 } else {
                     Err(Status::permission_denied(EAUTH_AUTHORIZATION_ERROR))
@@ -289,8 +401,8 @@ impl Acl {
         }
     }
 
-    /// May `who` run runner `fun`?
-    pub fn runner(&self, who: &Caller, fun: &str) -> Result<(), Status> {
+    /// May `who` run runner `fun` with `call`'s arguments?
+    pub fn runner(&self, who: &Caller, fun: &str, call: CallArgs) -> Result<(), Status> {
         match who {
             Caller::Cert(name) => self.check_runner(name, fun),
             Caller::Eauth {
@@ -298,7 +410,7 @@ impl Acl {
                 auth_type,
                 perms,
             } => {
-                if eauth_spec(perms, fun, "runner") {
+                if eauth_spec(perms, fun, "runner", call) {
                     Ok(())
                 } else {
                     Err(eauth_refused(user, auth_type))
@@ -307,8 +419,8 @@ impl Acl {
         }
     }
 
-    /// May `who` call wheel function `fun`?
-    pub fn wheel(&self, who: &Caller, fun: &str) -> Result<(), Status> {
+    /// May `who` call wheel function `fun` with `call`'s arguments?
+    pub fn wheel(&self, who: &Caller, fun: &str, call: CallArgs) -> Result<(), Status> {
         match who {
             Caller::Cert(name) => self.check_wheel(name, fun),
             Caller::Eauth {
@@ -316,7 +428,7 @@ impl Acl {
                 auth_type,
                 perms,
             } => {
-                if eauth_spec(perms, fun, "wheel") {
+                if eauth_spec(perms, fun, "wheel", call) {
                     Ok(())
                 } else {
                     Err(eauth_refused(user, auth_type))
@@ -329,7 +441,7 @@ impl Acl {
     pub fn jobs(&self, who: &Caller, fun: &str) -> Result<(), Status> {
         match who {
             Caller::Cert(name) => self.check_jobs(name, fun),
-            Caller::Eauth { .. } => self.runner(who, fun),
+            Caller::Eauth { .. } => self.runner(who, fun, CallArgs::default()),
         }
     }
 }
@@ -337,6 +449,7 @@ impl Acl {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn publisher_and_runner_rules() {
@@ -352,30 +465,30 @@ mod tests {
         };
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert!(
-            acl.check_publish("alice", &s(&["test.ping"]), &s(&["db1", "web1"]))
+            acl.check_publish("alice", &s(&["test.ping"]), &[], &s(&["db1", "web1"]))
                 .is_ok()
         );
         assert!(
-            acl.check_publish("alice", &s(&["cmd.run"]), &s(&["web1"]))
+            acl.check_publish("alice", &s(&["cmd.run"]), &[], &s(&["web1"]))
                 .is_ok()
         );
         let e = acl
-            .check_publish("alice", &s(&["cmd.run"]), &s(&["web1", "db1"]))
+            .check_publish("alice", &s(&["cmd.run"]), &[], &s(&["web1", "db1"]))
             .unwrap_err();
         assert_eq!(
             e.message(),
             "publisher_acl: client alice may not run cmd.run on db1"
         );
         assert!(
-            acl.check_publish("ops-bob", &s(&["pkg.install"]), &s(&["db1"]))
+            acl.check_publish("ops-bob", &s(&["pkg.install"]), &[], &s(&["db1"]))
                 .is_ok()
         );
         assert!(
-            acl.check_publish("mallory", &s(&["test.ping"]), &s(&["db1"]))
+            acl.check_publish("mallory", &s(&["test.ping"]), &[], &s(&["db1"]))
                 .is_err()
         );
         assert!(
-            acl.check_publish(ADMIN, &s(&["cmd.run"]), &s(&["db1"]))
+            acl.check_publish(ADMIN, &s(&["cmd.run"]), &[], &s(&["db1"]))
                 .is_ok()
         );
         assert!(acl.check_runner("alice", "jobs.lookup_jid").is_ok());
@@ -434,11 +547,11 @@ mod tests {
         // Pinging still works for bob, and nothing for a client without an entry.
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert!(
-            acl.check_publish("bob", &s(&["test.ping"]), &s(&["m1"]))
+            acl.check_publish("bob", &s(&["test.ping"]), &[], &s(&["m1"]))
                 .is_ok()
         );
         assert!(
-            acl.check_publish("ops", &s(&["test.ping"]), &s(&["m1"]))
+            acl.check_publish("ops", &s(&["test.ping"]), &[], &s(&["m1"]))
                 .is_err()
         );
         // The admin certificate keeps everything; without any ACL, so does everyone.
@@ -468,52 +581,234 @@ mod tests {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         let bob = who("bob");
         assert!(
-            acl.publish(&bob, &s(&["test.ping"]), &s(&["db1", "web1"]))
+            acl.publish(&bob, &s(&["test.ping"]), &[], &s(&["db1", "web1"]))
                 .is_ok()
         );
         // A regex matches at the start: test.ping_x is allowed as in Salt.
-        assert!(acl.publish(&bob, &s(&["test.pingx"]), &s(&["db1"])).is_ok());
         assert!(
-            acl.publish(&bob, &s(&["cmd.run"]), &s(&["web1", "web2"]))
+            acl.publish(&bob, &s(&["test.pingx"]), &[], &s(&["db1"]))
+                .is_ok()
+        );
+        assert!(
+            acl.publish(&bob, &s(&["cmd.run"]), &[], &s(&["web1", "web2"]))
                 .is_ok()
         );
         let e = acl
-            .publish(&bob, &s(&["cmd.run"]), &s(&["web1", "db1"]))
+            .publish(&bob, &s(&["cmd.run"]), &[], &s(&["web1", "db1"]))
             .unwrap_err();
         assert_eq!(e.message(), "Authorization error occurred.");
         // An argument-restricted entry does not grant the call without checking arguments.
         assert!(
-            acl.publish(&bob, &s(&["pkg.install"]), &s(&["web1"]))
+            acl.publish(&bob, &s(&["pkg.install"]), &[], &s(&["web1"]))
                 .is_err()
         );
-        assert!(acl.runner(&bob, "manage.status").is_ok());
-        let e = acl.runner(&bob, "jobs.list_jobs").unwrap_err();
+        assert!(
+            acl.runner(&bob, "manage.status", CallArgs::default())
+                .is_ok()
+        );
+        let e = acl
+            .runner(&bob, "jobs.list_jobs", CallArgs::default())
+            .unwrap_err();
         assert_eq!(
             e.message(),
             "Authentication failure of type \"token\" occurred for user bob."
         );
         assert!(acl.jobs(&bob, "jobs.list_jobs").is_err());
-        assert!(acl.wheel(&bob, "key.list_all").is_ok());
-        assert!(acl.wheel(&bob, "key.accept").is_err());
+        assert!(acl.wheel(&bob, "key.list_all", CallArgs::default()).is_ok());
+        assert!(acl.wheel(&bob, "key.accept", CallArgs::default()).is_err());
         // An eauth user called admin is not the admin certificate.
         let admin = who(ADMIN);
-        assert!(acl.publish(&admin, &s(&["cmd.run"]), &s(&["db1"])).is_err());
+        assert!(
+            acl.publish(&admin, &s(&["cmd.run"]), &[], &s(&["db1"]))
+                .is_err()
+        );
         let all = Caller::Eauth {
             user: "alice".into(),
             auth_type: "eauth".into(),
             perms: serde_yaml_ng::from_str("['.*', '@runner', '@wheel', '@jobs']").unwrap(),
         };
-        assert!(acl.publish(&all, &s(&["cmd.run"]), &s(&["db1"])).is_ok());
-        assert!(acl.runner(&all, "jobs.lookup_jid").is_ok());
-        assert!(acl.wheel(&all, "key.delete").is_ok());
+        assert!(
+            acl.publish(&all, &s(&["cmd.run"]), &[], &s(&["db1"]))
+                .is_ok()
+        );
+        assert!(
+            acl.runner(&all, "jobs.lookup_jid", CallArgs::default())
+                .is_ok()
+        );
+        assert!(acl.wheel(&all, "key.delete", CallArgs::default()).is_ok());
         // A certificate keeps the certificate rules.
         assert!(
             acl.publish(
                 &Caller::Cert("anyone".into()),
                 &s(&["cmd.run"]),
+                &[],
                 &s(&["db1"])
             )
             .is_ok()
+        );
+    }
+
+    fn yaml(y: &str) -> Value {
+        serde_yaml_ng::from_str(y).unwrap()
+    }
+
+    /// Salt's `__args_check`: each named position must be present and `re.match` Python's
+    /// `str()` of the argument (so a prefix is enough, as in Salt); `null` matches anything
+    /// present; named kwargs must be passed; arguments not named are not checked.
+    #[test]
+    fn argument_conditions_follow_salts_args_check() {
+        let brief = "{args: ['ls.*'], kwargs: {cwd: /tmp}}";
+        let cases: &[(&str, &str, Option<&str>, bool)] = &[
+            (brief, "['ls -l /']", Some("{cwd: /tmp}"), true),
+            (brief, "['ls']", None, false),
+            (brief, "['id']", Some("{cwd: /tmp}"), false),
+            (brief, "[]", Some("{cwd: /tmp}"), false),
+            (brief, "['ls']", Some("{cwd: /}"), false),
+            (brief, "['ls']", Some("{other: /tmp}"), false),
+            // Prefix matches, and arguments the condition does not name, pass as in Salt.
+            (
+                brief,
+                "['lsblk', 'x']",
+                Some("{cwd: /tmpfoo, env: {}}"),
+                true,
+            ),
+            ("{args: [null, 'b']}", "['anything', 'b']", None, true),
+            ("{args: [null, 'b']}", "['x']", None, false),
+            ("[{args: ['a']}, {args: ['b']}]", "['b']", None, true),
+            ("[{args: ['a']}, {args: ['b']}]", "['c']", None, false),
+            // Python's str() of the argument: 5, True, a list.
+            ("{kwargs: {n: '5'}}", "[]", Some("{n: 5}"), true),
+            ("{args: ['True']}", "[true]", None, true),
+            ("{args: ['\\[1, 2\\]']}", "[[1, 2]]", None, true),
+            ("{}", "[]", None, true),
+            ("{kwargs: {n: null}}", "[]", Some("{n: 1}"), true),
+            ("{kwargs: {n: null}}", "[]", None, false),
+            // Not a mapping, or a condition that is not a string: nothing matches.
+            ("'ls'", "['ls']", None, false),
+            ("{args: [5]}", "[5]", None, false),
+            ("{args: ['(']}", "['(']", None, false),
+        ];
+        for (cond, arg, kwarg, want) in cases {
+            let arg: Vec<Value> = serde_yaml_ng::from_str(arg).unwrap();
+            let kwarg: Option<Map<String, Value>> =
+                kwarg.map(|k| serde_yaml_ng::from_str(k).unwrap());
+            let call = CallArgs {
+                arg: &arg,
+                kwarg: kwarg.as_ref(),
+            };
+            assert_eq!(
+                args_check(&yaml(cond), call),
+                *want,
+                "{cond} with {arg:?} {kwarg:?}"
+            );
+        }
+        let conds = yaml("[test.*, {cmd.run: {args: ['ls.*']}}, {a.b: {args: [x]}, c.d: {}}]");
+        let ls = [json!("ls")];
+        let rm = [json!("rm")];
+        let with = |arg| CallArgs { arg, kwarg: None };
+        assert!(fun_check(&conds, "test.ping", CallArgs::default()));
+        assert!(fun_check(&conds, "cmd.run", with(&ls)));
+        assert!(!fun_check(&conds, "cmd.run", with(&rm)));
+        assert!(!fun_check(&conds, "cmd.run", CallArgs::default()));
+        // A mapping of two functions is not a condition (Salt skips it).
+        assert!(!fun_check(&conds, "c.d", CallArgs::default()));
+    }
+
+    /// Argument-restricted entries through every door: salt-api users' jobs, runners and
+    /// wheels, and certificates' `publisher_acl` target entries.
+    #[test]
+    fn argument_restricted_entries_grant_only_matching_calls() {
+        let perms: Vec<Value> = serde_yaml_ng::from_str(concat!(
+            "- '*': [{cmd.run: {args: ['ls.*'], kwargs: {cwd: /tmp}}}]\n",
+            "- 'web*': [test.echo]\n",
+            "- 'db*': [test.echo]\n",
+            "- '@runner': [{jobs.lookup_jid: {kwargs: {jid: '2026.*'}}}]\n",
+            "- '@key': [{list: {args: [accepted]}}]\n",
+        ))
+        .unwrap();
+        let carol = Caller::Eauth {
+            user: "carol".into(),
+            auth_type: "token".into(),
+            perms,
+        };
+        let acl = Acl::default();
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let cwd: Map<String, Value> = serde_yaml_ng::from_str("{cwd: /tmp}").unwrap();
+        let ls = [json!("ls -l")];
+        let id = [json!("id")];
+        let call = |arg, kwarg| [CallArgs { arg, kwarg }];
+        let run = s(&["cmd.run"]);
+        let m = s(&["m1", "web1"]);
+        assert!(
+            acl.publish(&carol, &run, &call(&ls, Some(&cwd)), &m)
+                .is_ok()
+        );
+        let e = acl
+            .publish(&carol, &run, &call(&id, Some(&cwd)), &m)
+            .unwrap_err();
+        assert_eq!(e.message(), EAUTH_AUTHORIZATION_ERROR);
+        assert!(acl.publish(&carol, &run, &call(&ls, None), &m).is_err());
+        // One entry must cover every minion (Salt's validate_tgt), not one entry each.
+        let echo = s(&["test.echo"]);
+        assert!(
+            acl.publish(&carol, &echo, &[], &s(&["web1", "web2"]))
+                .is_ok()
+        );
+        assert!(
+            acl.publish(&carol, &echo, &[], &s(&["web1", "db1"]))
+                .is_err()
+        );
+        let jid: Map<String, Value> = serde_yaml_ng::from_str("{jid: '20260101'}").unwrap();
+        let old: Map<String, Value> = serde_yaml_ng::from_str("{jid: '20250101'}").unwrap();
+        let kw = |k| CallArgs {
+            arg: &[],
+            kwarg: Some(k),
+        };
+        assert!(acl.runner(&carol, "jobs.lookup_jid", kw(&jid)).is_ok());
+        assert!(acl.runner(&carol, "jobs.lookup_jid", kw(&old)).is_err());
+        assert!(acl.runner(&carol, "jobs.list_jobs", kw(&jid)).is_err());
+        let accepted = [json!("accepted")];
+        let pos = |arg| CallArgs { arg, kwarg: None };
+        assert!(acl.wheel(&carol, "key.list", pos(&accepted)).is_ok());
+        assert!(acl.wheel(&carol, "key.list", pos(&id)).is_err());
+        assert!(acl.wheel(&carol, "key.accept", pos(&accepted)).is_err());
+
+        let publisher: PublisherAcl = serde_yaml_ng::from_str(concat!(
+            "ci:\n",
+            "  - 'web*':\n",
+            "    - test.*\n",
+            "    - cmd.*: {args: ['systemctl status .*']}\n",
+        ))
+        .unwrap();
+        let acl = Acl {
+            publisher: Some(publisher),
+            runner: None,
+            client: None,
+        };
+        let status = [json!("systemctl status nginx")];
+        let restart = [json!("systemctl restart nginx")];
+        let web = s(&["web1"]);
+        assert!(
+            acl.check_publish("ci", &run, &call(&status, None), &web)
+                .is_ok()
+        );
+        let e = acl
+            .check_publish("ci", &run, &call(&restart, None), &web)
+            .unwrap_err();
+        assert_eq!(
+            e.message(),
+            "publisher_acl: client ci may not run cmd.run on web1"
+        );
+        assert!(
+            acl.check_publish("ci", &s(&["test.ping"]), &[], &web)
+                .is_ok()
+        );
+        assert_eq!(check_arg_specs(acl.publisher.as_ref()), Ok(()));
+        let bad: PublisherAcl =
+            serde_yaml_ng::from_str("ci:\n  - 'web*': [{cmd.run: {args: 'ls'}}]\n").unwrap();
+        assert_eq!(
+            check_arg_specs(Some(&bad)),
+            Err("ci: web*: cmd.run: args must be a list, not \"ls\"".into())
         );
     }
 }

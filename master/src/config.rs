@@ -161,6 +161,9 @@ pub struct RawConfig {
     pub external_auth: Option<serde_json::Value>,
     /// Seconds a salt-api token lasts (Salt's `token_expire`, default 43200).
     pub token_expire: Option<f64>,
+    /// The PAM service salt-api's `pam` eauth backend checks passwords with (default `login`).
+    #[serde(rename = "auth.pam.service")]
+    pub auth_pam_service: Option<String>,
 }
 
 /// A string or a list of strings.
@@ -454,12 +457,19 @@ impl MasterConfig {
                 dir.join(crate::run::PkiFiles::MASTER_KEY),
             )
         });
+        for (key, acl) in [
+            ("publisher_acl", &raw.publisher_acl),
+            ("client_acl", &raw.client_acl),
+        ] {
+            crate::acl::check_arg_specs(acl.as_ref()).map_err(|m| bad(key, m))?;
+        }
         let netapi = saltq_netapi::Config::from_raw(
             &saltq_netapi::RawConfig {
                 rest_cherrypy: raw.rest_cherrypy.clone(),
                 netapi_enable_clients: raw.netapi_enable_clients.clone(),
                 external_auth: raw.external_auth.clone(),
                 token_expire: raw.token_expire,
+                pam_service: raw.auth_pam_service.clone(),
             },
             netapi_tls,
             cachedir.clone(),

@@ -55,6 +55,13 @@ struct Args {
 }
 
 fn main() {
+    // salt-api's pam eauth checks each password in a child process of this binary.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == saltq_netapi::pam::HELPER_ARG)
+    {
+        std::process::exit(saltq_netapi::pam::helper_main());
+    }
     let args = Args::parse();
     let mut cfg = match config::MasterConfig::load(&args.config_dir) {
         Ok(c) => c,

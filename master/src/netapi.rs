@@ -203,10 +203,14 @@ impl NetapiBackend {
                 "A command invocation error occurred: Check syntax.",
             ));
         }
+        let call = crate::acl::CallArgs {
+            arg: &low.arg,
+            kwarg: (!low.kwarg.is_empty()).then_some(&low.kwarg),
+        };
         self.master
             .cfg
             .acl
-            .wheel(&caller(&who), &low.fun)
+            .wheel(&caller(&who), &low.fun, call)
             .map_err(api_error)?;
         let jid = self
             .master

@@ -15,6 +15,7 @@ use saltq_transport::value;
 use serde_json::{Value, json};
 use tonic::Status;
 
+use crate::acl::CallArgs;
 use crate::config::MasterConfig;
 use crate::delivery::{Delivery, SubscriptionTx};
 use crate::events::EventBus;
@@ -207,7 +208,17 @@ impl Master {
             return Err(Status::not_found(NO_MINIONS));
         }
         if let Some(who) = check_acl {
-            self.cfg.acl.publish(who, &spec.req.fun, &expected)?;
+            let (args, kwarg) = call_args(&spec.req);
+            let calls: Vec<CallArgs> = args
+                .iter()
+                .map(|a| CallArgs {
+                    arg: a,
+                    kwarg: kwarg.as_ref(),
+                })
+                .collect();
+            self.cfg
+                .acl
+                .publish(who, &spec.req.fun, &calls, &expected)?;
         }
         let jid = self.next_jid(&spec.req.jid).await?;
         let now = chrono::Utc::now();
@@ -369,4 +380,29 @@ impl Master {
         self.followers.announce(ret);
         Ok(true)
     }
+}
+
+/// A job's arguments per function, as Salt's ACL checks see them: one list for a single
+/// function (with the keyword arguments, when any), or one list per function of a
+/// multi-function job (keyword arguments travel inside those lists there).
+fn call_args(
+    req: &pb::PublishRequest,
+) -> (Vec<Vec<Value>>, Option<serde_json::Map<String, Value>>) {
+    let arg: Vec<Value> = req.arg.iter().map(value::from_prost).collect();
+    if req.fun.len() > 1 {
+        let per_fun = arg
+            .into_iter()
+            .map(|a| match a {
+                Value::Array(v) => v,
+                other => vec![other],
+            })
+            .collect();
+        return (per_fun, None);
+    }
+    let kwarg = req
+        .kwarg
+        .as_ref()
+        .map(value::struct_to_map)
+        .filter(|m| !m.is_empty());
+    (vec![arg], kwarg)
 }

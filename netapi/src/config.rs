@@ -1,5 +1,5 @@
 //! The master config keys salt-api reads: `rest_cherrypy`, `netapi_enable_clients`,
-//! `external_auth` and `token_expire`, validated before any port is bound.
+//! `external_auth`, `token_expire` and `auth.pam.service`, validated before any port is bound.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -50,6 +50,8 @@ pub struct RawConfig {
     pub external_auth: Option<serde_json::Value>,
     /// `token_expire` in seconds (default 43200).
     pub token_expire: Option<f64>,
+    /// `auth.pam.service`: the PAM service of the `pam` backend (default `login`).
+    pub pam_service: Option<String>,
 }
 
 /// Where the server listens and how.
@@ -149,8 +151,9 @@ impl Config {
                 ));
             }
         }
-        let external_auth = ExternalAuth::from_value(raw.external_auth.as_ref())
-            .map_err(|m| bad("external_auth", m))?;
+        let external_auth =
+            ExternalAuth::from_value(raw.external_auth.as_ref(), raw.pam_service.as_deref())
+                .map_err(|m| bad("external_auth", m))?;
         let token_expire = raw.token_expire.unwrap_or(43200.0);
         if !(token_expire.is_finite() && token_expire > 0.0 && token_expire <= 1e9) {
             return Err(bad(
@@ -224,6 +227,8 @@ mod tests {
             netapi_enable_clients: Option<Vec<String>>,
             external_auth: Option<serde_json::Value>,
             token_expire: Option<f64>,
+            #[serde(rename = "auth.pam.service")]
+            pam_service: Option<String>,
         }
         let f: F = serde_yaml_ng::from_str(yaml).map_err(|e| bad("yaml", e.to_string()))?;
         Config::from_raw(
@@ -232,6 +237,7 @@ mod tests {
                 netapi_enable_clients: f.netapi_enable_clients,
                 external_auth: f.external_auth,
                 token_expire: f.token_expire,
+                pam_service: f.pam_service,
             },
             ("/pki/master.crt".into(), "/pki/master.key".into()),
             "/cache".into(),

@@ -5,7 +5,12 @@
 //! names, `*` (every user of the backend) or `group%` (users in a system group). The `file`
 //! backend is Salt's `salt/auth/file.py`: a `text` file (`^field_separator`, `^username_field`,
 //! `^password_field`, `^hashtype` plaintext or a hashlib digest) or an `htpasswd` file (bcrypt,
-//! `{SHA}`, SHA-256/512-crypt, or plain text as passlib's default context).
+//! `{SHA}`, SHA-256/512-crypt, or plain text as passlib's default context). The `pam` backend
+//! asks the system's PAM ([`crate::pam`]); `auto` (Salt's `salt/auth/auto.py`, "not intended
+//! for production use") accepts every password of every user.
+//!
+//! Only `pam` knows a user's system groups (Salt's `pam.groups`), so `group%` entries apply to
+//! pam users only, as in Salt.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -53,6 +58,10 @@ pub struct Eauth {
 pub enum Check {
     /// Salt's `file`.
     File(FileAuth),
+    /// Salt's `pam`: the system's PAM.
+    Pam(crate::pam::PamAuth),
+    /// Salt's `auto`: every password of every user is accepted (for tests only).
+    Auto,
 }
 
 /// Every configured backend, by name.
@@ -249,8 +258,12 @@ fn sha_crypt_matches(password: &str, hash: &str) -> bool {
 }
 
 impl ExternalAuth {
-    /// Reads `external_auth`; `None` is no backend at all.
-    pub fn from_value(v: Option<&Value>) -> Result<ExternalAuth, String> {
+    /// Reads `external_auth`; `None` is no backend at all. `pam_service` is Salt's
+    /// `auth.pam.service` (default `login`).
+    pub fn from_value(
+        v: Option<&Value>,
+        pam_service: Option<&str>,
+    ) -> Result<ExternalAuth, String> {
         let mut out = ExternalAuth::default();
         let Some(v) = v else { return Ok(out) };
         let Value::Object(map) = v else {
@@ -266,9 +279,19 @@ impl ExternalAuth {
                 .partition(|(k, _)| k.starts_with('^'));
             let check = match name.as_str() {
                 "file" => Check::File(FileAuth::from_opts(&opts)?),
+                "pam" | "auto" if !opts.is_empty() => {
+                    let keys: Vec<&String> = opts.keys().collect();
+                    return Err(format!("{name}: takes no ^ options, not {keys:?}"));
+                }
+                "pam" => Check::Pam(crate::pam::PamAuth {
+                    service: pam_service
+                        .unwrap_or(crate::pam::DEFAULT_SERVICE)
+                        .to_owned(),
+                }),
+                "auto" => Check::Auto,
                 other => {
                     return Err(format!(
-                        "eauth backend {other:?} is not served by saltq: the backends are file"
+                        "eauth backend {other:?} is not served by saltq: the backends are file, pam and auto"
                     ));
                 }
             };
@@ -300,9 +323,11 @@ impl ExternalAuth {
     }
 
     /// Whether `password` is `user`'s in backend `eauth`; an unknown backend is a refusal.
-    pub fn authenticate(&self, eauth: &str, user: &str, password: &str) -> bool {
+    pub async fn authenticate(&self, eauth: &str, user: &str, password: &str) -> bool {
         match self.backends.get(eauth).map(|b| &b.check) {
             Some(Check::File(f)) => f.verify(user, password),
+            Some(Check::Pam(p)) => p.verify(user, password).await,
+            Some(Check::Auto) => true,
             None => {
                 tracing::warn!("the eauth system {eauth:?} is not enabled");
                 false
@@ -324,11 +349,25 @@ impl ExternalAuth {
         out
     }
 
-    /// Whether `eauth` names a `group%` entry at all (then the user's groups are looked up).
+    /// Logs a warning when a backend lets anyone in (`auto`), once salt-api starts.
+    pub fn warn_if_unsafe(&self) {
+        if self
+            .backends
+            .values()
+            .any(|b| matches!(b.check, Check::Auto))
+        {
+            tracing::warn!(
+                "external_auth: the auto backend accepts any password for any user: it is meant for tests, never production"
+            );
+        }
+    }
+
+    /// Whether the user's system groups are to be looked up: the backend knows groups (only
+    /// `pam` does, as in Salt) and names a `group%` entry.
     pub fn has_groups(&self, eauth: &str) -> bool {
-        self.backends
-            .get(eauth)
-            .is_some_and(|b| b.users.keys().any(|k| k.ends_with('%')))
+        self.backends.get(eauth).is_some_and(|b| {
+            matches!(b.check, Check::Pam(_)) && b.users.keys().any(|k| k.ends_with('%'))
+        })
     }
 }
 
@@ -351,27 +390,85 @@ pub fn sorted_permissions(perms: &[Value]) -> Vec<Value> {
 }
 
 /// A permission entry must be a function regex, or a one-key mapping of a target (or
-/// `@runner`/`@wheel`/`@jobs`) to a list of function regexes or argument-restricted entries.
+/// `@runner`/`@wheel`/`@jobs`/`@<module>`) to a list of conditions (see [`check_conditions`]).
 fn check_entry(e: &Value) -> Result<(), String> {
     match e {
-        Value::String(s) => regex::Regex::new(s)
-            .map(|_| ())
-            .map_err(|err| format!("{s:?} is not a regular expression: {err}")),
+        Value::String(s) => check_regex(s),
         Value::Object(m) => {
             for (tgt, funs) in m {
-                let Value::Array(funs) = funs else {
-                    return Err(format!("{tgt}: expected a list of functions, not {funs}"));
-                };
-                for f in funs {
-                    if !(f.is_string() || f.is_object()) {
-                        return Err(format!("{tgt}: {f} is not a function or a mapping"));
-                    }
-                }
+                check_conditions(funs).map_err(|err| format!("{tgt}: {err}"))?;
             }
             Ok(())
         }
         other => Err(format!("{other} is not a permission entry")),
     }
+}
+
+fn check_regex(s: &str) -> Result<(), String> {
+    regex::Regex::new(s)
+        .map(|_| ())
+        .map_err(|err| format!("{s:?} is not a regular expression: {err}"))
+}
+
+/// A target's conditions: a list of function regexes and one-key argument-restricted entries
+/// `{function regex: {args: [regex or null, ...], kwargs: {name: regex or null}}}` (or a list
+/// of such `{args, kwargs}` mappings, any of which may match), as Salt's `__fun_check` and
+/// `__args_check` read them. Salt silently grants nothing for a malformed one; saltq refuses
+/// the config, naming it.
+pub fn check_conditions(funs: &Value) -> Result<(), String> {
+    let Value::Array(funs) = funs else {
+        return Err(format!("expected a list of functions, not {funs}"));
+    };
+    for f in funs {
+        match f {
+            Value::String(s) => check_regex(s)?,
+            Value::Object(m) if m.len() == 1 => {
+                for (fun, spec) in m {
+                    check_regex(fun)?;
+                    check_arg_spec(spec).map_err(|e| format!("{fun}: {e}"))?;
+                }
+            }
+            Value::Object(_) => {
+                return Err(format!(
+                    "{f}: an argument-restricted entry names one function, {{fun: {{args: [...], kwargs: {{...}}}}}}"
+                ));
+            }
+            other => return Err(format!("{other} is not a function or a mapping")),
+        }
+    }
+    Ok(())
+}
+
+/// `{args: [...], kwargs: {...}}` or a list of them.
+pub fn check_arg_spec(spec: &Value) -> Result<(), String> {
+    let specs: Vec<&Value> = match spec {
+        Value::Array(a) => a.iter().collect(),
+        v => vec![v],
+    };
+    for s in specs {
+        let Value::Object(m) = s else {
+            return Err(format!(
+                "expected {{args: [...], kwargs: {{...}}}} (or a list of them), not {s}"
+            ));
+        };
+        for (k, v) in m {
+            let ok = |c: &Value| match c {
+                Value::Null => Ok(()),
+                Value::String(r) => check_regex(r),
+                other => Err(format!("{other} is not a regular expression or null")),
+            };
+            match (k.as_str(), v) {
+                ("args", Value::Array(a)) => a.iter().try_for_each(ok)?,
+                ("kwargs", Value::Object(kw)) => kw.values().try_for_each(ok)?,
+                ("args", other) => return Err(format!("args must be a list, not {other}")),
+                ("kwargs", other) => return Err(format!("kwargs must be a mapping, not {other}")),
+                (other, _) => {
+                    return Err(format!("unknown key {other:?}: expected args and kwargs"));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -387,25 +484,25 @@ mod tests {
             path.display()
         );
         let v: Value = serde_yaml_ng::from_str(&yaml).unwrap();
-        ExternalAuth::from_value(Some(&v)).unwrap()
+        ExternalAuth::from_value(Some(&v), None).unwrap()
     }
 
-    #[test]
-    fn text_files_plain_and_hashed() {
+    #[tokio::test]
+    async fn text_files_plain_and_hashed() {
         let d = tempfile::tempdir().unwrap();
         let a = ea(d.path(), "", "alice:secret\nbob:other\n");
-        assert!(a.authenticate("file", "alice", "secret"));
-        assert!(!a.authenticate("file", "alice", "Secret"));
-        assert!(!a.authenticate("file", "mallory", "secret"));
-        assert!(!a.authenticate("pam", "alice", "secret"));
+        assert!(a.authenticate("file", "alice", "secret").await);
+        assert!(!a.authenticate("file", "alice", "Secret").await);
+        assert!(!a.authenticate("file", "mallory", "secret").await);
+        assert!(!a.authenticate("pam", "alice", "secret").await);
         let hashed = format!("x|alice|{}\n", digest("sha256", "pw"));
         let a = ea(
             d.path(),
             "  ^hashtype: sha256\n  ^field_separator: '|'\n  ^username_field: 2\n  ^password_field: 3\n",
             &hashed,
         );
-        assert!(a.authenticate("file", "alice", "pw"));
-        assert!(!a.authenticate("file", "alice", "px"));
+        assert!(a.authenticate("file", "alice", "pw").await);
+        assert!(!a.authenticate("file", "alice", "px").await);
     }
 
     #[test]
@@ -441,7 +538,8 @@ mod tests {
             a.perms("file", "bob", &["ops".into()]),
             vec![json!("grains.items"), json!("@wheel")]
         );
-        assert!(a.has_groups("file"));
+        // Only pam knows groups (Salt's `pam.groups`): a file user's group% entries are unused.
+        assert!(!a.has_groups("file"));
         assert_eq!(
             sorted_permissions(&[json!("b"), json!({"x": ["y"]}), json!("a"), json!("b")]),
             vec![json!("a"), json!("b"), json!({"x": ["y"]})]
@@ -452,22 +550,84 @@ mod tests {
     fn bad_backends_are_named() {
         let v: Value = serde_yaml_ng::from_str("file: {alice: ['.*']}").unwrap();
         assert!(
-            ExternalAuth::from_value(Some(&v))
+            ExternalAuth::from_value(Some(&v), None)
                 .unwrap_err()
                 .contains("^filename")
         );
         let v: Value =
             serde_yaml_ng::from_str("file: {^filename: /x, ^filetype: htdigest}").unwrap();
         assert!(
-            ExternalAuth::from_value(Some(&v))
+            ExternalAuth::from_value(Some(&v), None)
                 .unwrap_err()
                 .contains("htdigest")
         );
         let v: Value = serde_yaml_ng::from_str("file: {^filename: /x, alice: ['(']}").unwrap();
         assert!(
-            ExternalAuth::from_value(Some(&v))
+            ExternalAuth::from_value(Some(&v), None)
                 .unwrap_err()
                 .contains("alice")
         );
+    }
+
+    /// `auto` takes any password of any user (Salt's auto.py); `pam` reads `auth.pam.service`
+    /// and looks groups up; neither takes `^` options.
+    #[tokio::test]
+    async fn auto_and_pam_backends() {
+        let v: Value = serde_yaml_ng::from_str(
+            "auto: {alice: ['test.*']}\npam: {bob: ['test.*'], 'ops%': ['@wheel']}",
+        )
+        .unwrap();
+        let a = ExternalAuth::from_value(Some(&v), Some("saltq")).unwrap();
+        assert!(a.authenticate("auto", "alice", "anything").await);
+        assert!(a.authenticate("auto", "nobody-listed", "").await);
+        assert!(a.has_groups("pam"));
+        assert!(!a.has_groups("auto"));
+        match &a.backends["pam"].check {
+            Check::Pam(p) => assert_eq!(p.service, "saltq"),
+            other => panic!("pam backend is {other:?}"),
+        }
+        let v: Value = serde_yaml_ng::from_str("pam: {^service: x}").unwrap();
+        let e = ExternalAuth::from_value(Some(&v), None).unwrap_err();
+        assert!(e.contains("pam: takes no ^ options"), "{e}");
+        let v: Value = serde_yaml_ng::from_str("ldap: {}").unwrap();
+        let e = ExternalAuth::from_value(Some(&v), None).unwrap_err();
+        assert!(e.contains("file, pam and auto"), "{e}");
+    }
+
+    /// Argument-restricted entries are checked when the config is read: Salt ignores a
+    /// malformed one, saltq names it.
+    #[test]
+    fn argument_restricted_entries_are_validated() {
+        let ok = "auto: {carol: [{'*': [{cmd.run: {args: ['ls.*', null], kwargs: {cwd: /tmp}}}, {test.echo: [{args: [a]}, {args: [b]}]}]}, {'@runner': [{jobs.lookup_jid: {kwargs: {jid: null}}}]}]}";
+        let v: Value = serde_yaml_ng::from_str(ok).unwrap();
+        ExternalAuth::from_value(Some(&v), None).unwrap();
+        for (bad, says) in [
+            ("{'*': [{cmd.run: {args: 'ls'}}]}", "args must be a list"),
+            (
+                "{'*': [{cmd.run: {kwargs: [cwd]}}]}",
+                "kwargs must be a mapping",
+            ),
+            ("{'*': [{cmd.run: {argz: []}}]}", "unknown key \"argz\""),
+            (
+                "{'*': [{cmd.run: {args: [5]}}]}",
+                "5 is not a regular expression or null",
+            ),
+            (
+                "{'*': [{cmd.run: {args: ['(']}}]}",
+                "\"(\" is not a regular expression",
+            ),
+            (
+                "{'*': [{cmd.run: {}, test.ping: {}}]}",
+                "names one function",
+            ),
+            ("{'*': [{cmd.run: 'ls'}]}", "cmd.run: expected {args"),
+        ] {
+            let v: Value = serde_yaml_ng::from_str(&format!("auto: {{carol: [{bad}]}}")).unwrap();
+            let e = ExternalAuth::from_value(Some(&v), None).unwrap_err();
+            assert!(
+                e.contains("auto: carol: *: ") && e.contains(says),
+                "{bad}: {e}"
+            );
+        }
     }
 }

@@ -1,8 +1,9 @@
 //! Salt's REST API (`rest_cherrypy`) served by the saltq master: the same URLs, request bodies
 //! and answers as Salt 3007.8's salt-api, so pepper and salt-api scripts work unchanged.
 //!
-//! This crate holds what salt-api decides: its config ([`config`]), who is who (the `file`
-//! eauth backend and `external_auth` permissions, [`eauth`]; tokens that survive a restart,
+//! This crate holds what salt-api decides: its config ([`config`]), who is who (the `file`,
+//! `pam` and `auto` eauth backends and `external_auth` permissions, [`eauth`]; PAM through
+//! libpam loaded at run time, [`pam`], the one module with `unsafe` code; tokens that survive a restart,
 //! [`tokens`]; failed-login limits, [`limit`]), how request bodies become lowstate chunks
 //! ([`low`]) and the HTTP routes ([`server`]). It never touches the job system: every chunk is
 //! handed with the caller's [`Identity`] to a [`Backend`], which the master implements by
@@ -14,6 +15,7 @@ pub mod config;
 pub mod eauth;
 pub mod limit;
 pub mod low;
+pub mod pam;
 pub mod server;
 pub mod tokens;
 

@@ -201,7 +201,11 @@ impl Api {
     }
 
     /// Checks a password (rate limited per address); the token data on success.
-    fn login(&self, ip: std::net::IpAddr, creds: &Map<String, Value>) -> Result<Token, ApiError> {
+    async fn login(
+        &self,
+        ip: std::net::IpAddr,
+        creds: &Map<String, Value>,
+    ) -> Result<Token, ApiError> {
         let s = |k: &str| creds.get(k).and_then(Value::as_str).unwrap_or_default();
         let (user, password, eauth) = (s("username"), s("password"), s("eauth"));
         if let Some(wait) = self.limiter.blocked(ip, Instant::now()) {
@@ -214,7 +218,15 @@ impl Api {
                 ),
             });
         }
-        if user.is_empty() || !self.cfg.external_auth.authenticate(eauth, user, password) {
+        // Salt's auth functions take a username and a password: without either, no login.
+        if user.is_empty()
+            || !creds.contains_key("password")
+            || !self
+                .cfg
+                .external_auth
+                .authenticate(eauth, user, password)
+                .await
+        {
             self.limiter.failed(ip, Instant::now());
             self.stats.login_failures.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(%ip, user, eauth, "salt-api login failed");
@@ -312,7 +324,7 @@ async fn post_run(
                     .ok_or_else(|| ApiError::unauthorized("Authentication error occurred."))?;
                 api.identity(&t, "token")
             } else if c.contains_key("eauth") {
-                let t = api.login(peer.ip(), c).map_err(|e| {
+                let t = api.login(peer.ip(), c).await.map_err(|e| {
                     if e.status == 401 {
                         ApiError::unauthorized("Authentication error occurred.")
                     } else {
@@ -352,7 +364,7 @@ async fn post_login(
             None => Value::Object(Map::new()),
         };
         let creds = creds.as_object().cloned().unwrap_or_default();
-        let t = api.login(peer.ip(), &creds)?;
+        let t = api.login(peer.ip(), &creds).await?;
         let who = api.identity(&t, "token");
         let perms = sorted_permissions(&who.perms);
         Ok::<_, ApiError>((t, perms))
@@ -419,7 +431,7 @@ async fn post_token(
                     "Client disabled: 'runner'. Add to 'netapi_enable_clients' master config option to enable.",
                 ));
             }
-            let t = api.login(peer.ip(), c).map_err(|e| {
+            let t = api.login(peer.ip(), c).await.map_err(|e| {
                 if e.status == 401 {
                     ApiError::unauthorized("Authentication error occurred.")
                 } else {
@@ -800,6 +812,7 @@ pub async fn serve(
     tls: Option<TlsAcceptor>,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    cfg.external_auth.warn_if_unsafe();
     let tokens = TokenStore::new(cfg.token_dir.clone());
     let pruned = tokens.prune(now());
     if pruned > 0 {

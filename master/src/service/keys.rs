@@ -69,7 +69,10 @@ fn from_pb(s: i32) -> Option<KeyState> {
 impl KeyApi {
     /// Whether the caller's certificate may call the wheel function `fun` (`@wheel`).
     fn allow<T>(&self, req: &Request<T>, fun: &str) -> Result<(), Status> {
-        self.master.cfg.acl.wheel(&super::caller(req)?, fun)
+        self.master
+            .cfg
+            .acl
+            .wheel(&super::caller(req)?, fun, crate::acl::CallArgs::default())
     }
 }
 

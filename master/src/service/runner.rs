@@ -35,13 +35,15 @@ impl RunnerApi {
                 "invalid runner name {fun:?}: expected module.function, e.g. jobs.list_jobs"
             )));
         }
-        self.master.cfg.acl.runner(who, fun)?;
+        let arg: Vec<serde_json::Value> = arg.iter().map(value::from_prost).collect();
+        let kwarg = value::opt_struct(kwarg);
+        let call = crate::acl::CallArgs {
+            arg: &arg,
+            kwarg: (!kwarg.is_empty()).then_some(&kwarg),
+        };
+        self.master.cfg.acl.runner(who, fun, call)?;
         let jid = self.master.next_jid("").await?.to_string();
-        Ok((
-            jid,
-            arg.iter().map(value::from_prost).collect(),
-            value::opt_struct(kwarg),
-        ))
+        Ok((jid, arg, kwarg))
     }
 }
 

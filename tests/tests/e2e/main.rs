@@ -19,6 +19,7 @@ mod orchestrate;
 mod protocol;
 mod runners;
 mod saltapi;
+mod saltapi_eauth;
 mod security;
 mod startup_states;
 mod states;

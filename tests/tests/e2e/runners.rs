@@ -146,6 +146,7 @@ fn async_runner_fires_salt_events() {
 fn acl_refusals_name_the_rule() {
     let master = Master::start(
         "auto_accept: true\npublisher_acl:\n  alice:\n    - test.*\n  bob:\n    - test.*\n\
+         \x20   - 'acl*': [{cmd.run: {args: ['echo .*']}}]\n\
          runner_acl:\n  alice:\n    - jobs.*\nclient_acl:\n  ops: ['@wheel', '@runner']\n",
     );
     let _m = master.minion("acl1", "");
@@ -201,6 +202,16 @@ fn acl_refusals_name_the_rule() {
     assert!(
         o.stderr.contains("client bob may not manage keys (key.")
             && o.stderr.contains("needs @wheel"),
+        "{o:?}"
+    );
+    // An argument-restricted entry: bob may run cmd.run only as `echo ...`.
+    let o = client("bob", &["acl1", "cmd.run", "echo hi"]);
+    assert_eq!((o.code, o.stdout.as_str()), (0, "acl1:\n    hi\n"), "{o:?}");
+    let o = client("bob", &["acl1", "cmd.run", "id"]);
+    assert_eq!(o.code, 77, "{o:?}");
+    assert!(
+        o.stderr
+            .contains("publisher_acl: client bob may not run cmd.run on acl1"),
         "{o:?}"
     );
     let o = client("bob", &["run", "manage.status"]);

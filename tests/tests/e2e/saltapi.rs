@@ -32,7 +32,7 @@ fn config(dir: &Path, rest: &str) -> String {
 }
 
 /// The address salt-api listens on, from the master's listen.json.
-fn api_addr(master: &Master) -> String {
+pub(crate) fn api_addr(master: &Master) -> String {
     let listen = master.dir.0.join("root/var/cache/saltq/master/listen.json");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(listen).expect("listen.json"))
         .expect("listen.json is JSON");
@@ -44,10 +44,10 @@ fn api_addr(master: &Master) -> String {
 
 /// An HTTP answer.
 #[derive(Debug)]
-struct Resp {
-    status: u16,
+pub(crate) struct Resp {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Resp {
@@ -58,13 +58,13 @@ impl Resp {
             .map(|(_, v)| v.as_str())
     }
 
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.body))
     }
 
     /// The message of an error page (CherryPy's `<p>`).
-    fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         let start = self.body.find("<p>").map(|i| i + 3).unwrap_or(0);
         let end = self.body[start..]
             .find("</p>")
@@ -75,7 +75,7 @@ impl Resp {
 }
 
 /// A salt-api client: TLS trusting the master's CA, or plain HTTP.
-struct Api {
+pub(crate) struct Api {
     addr: String,
     tls: Option<Arc<rustls::ClientConfig>>,
 }
@@ -84,7 +84,7 @@ trait Stream: Read + Write {}
 impl<T: Read + Write> Stream for T {}
 
 impl Api {
-    fn new(master: &Master, tls: bool) -> Api {
+    pub(crate) fn new(master: &Master, tls: bool) -> Api {
         let tls = tls.then(|| {
             let mut roots = rustls::RootCertStore::empty();
             let pem = std::fs::read(master.pki_dir().join("ca.crt")).expect("ca.crt");
@@ -154,7 +154,7 @@ impl Api {
         parse(&raw)
     }
 
-    fn json(&self, method: &str, path: &str, token: Option<&str>, body: &Value) -> Resp {
+    pub(crate) fn json(&self, method: &str, path: &str, token: Option<&str>, body: &Value) -> Resp {
         let mut h = vec![];
         if let Some(t) = token {
             h.push(("X-Auth-Token", t));
@@ -163,7 +163,7 @@ impl Api {
         self.request(method, path, &h, Some(("application/json", b.as_bytes())))
     }
 
-    fn get(&self, path: &str, token: Option<&str>) -> Resp {
+    pub(crate) fn get(&self, path: &str, token: Option<&str>) -> Resp {
         let h: Vec<(&str, &str)> = token.map(|t| ("X-Auth-Token", t)).into_iter().collect();
         self.request("GET", path, &h, None)
     }
@@ -304,15 +304,21 @@ fn same_shape(salt: &Value, ours: &Value) -> bool {
     }
 }
 
+/// Salt's answers recorded in `data/saltapi/<file>`.
+pub(crate) fn recorded(file: &str) -> Value {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/e2e/data/saltapi")
+        .join(file);
+    serde_json::from_str(&std::fs::read_to_string(&p).expect(file)).expect(file)
+}
+
 fn recording() -> Value {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/data/saltapi/cases.json");
-    serde_json::from_str(&std::fs::read_to_string(&p).expect("cases.json"))
-        .expect("cases.json is JSON")
+    recorded("cases.json")
 }
 
 /// Replays a recorded request (its token replaced by `token`) and checks the answer against
 /// Salt's: status, content type, and the body's shape (or the error page's message).
-fn replay(api: &Api, name: &str, case: &Value, token: &str, depth: usize) -> Resp {
+pub(crate) fn replay(api: &Api, name: &str, case: &Value, token: &str, depth: usize) -> Resp {
     let req = &case["request"];
     let method = req["method"].as_str().unwrap();
     let path = req["path"].as_str().unwrap();

@@ -12,6 +12,9 @@ It starts salt-master (with salt-api's rest_cherrypy on plain HTTP), one salt-mi
 salt-api, all on loopback ports in a scratch directory, makes each request and records
 {status, content_type, body} where body is the parsed JSON (or the text when not JSON). Tokens,
 jids and times vary by run: the Rust test compares shapes after normalising them.
+
+The eauth cases (argument-restricted entries for carol, the `auto` backend, a `pam` user created
+for the run) go to `eauth_cases.json`; `gen.py eauth` records only those.
 """
 
 import json
@@ -25,9 +28,9 @@ import time
 import urllib.error
 import urllib.request
 
-VENV = "/work/saltvenv/bin/"
+VENV = os.environ.get("SALT_VENV", "/work/saltvenv").rstrip("/") + "/bin/"
 HERE = os.path.dirname(os.path.abspath(__file__))
-DIR = "/tmp/saltq-saltapi-rec"
+DIR = os.environ.get("SALTAPI_REC_DIR", "/tmp/saltq-saltapi-rec")
 
 
 def free_port():
@@ -92,12 +95,82 @@ def sse(base, path, token, seconds, trigger):
     return ct, "".join(out)
 
 
+# Argument-restricted entries (Salt's `__args_check`): cmd.run only for `echo ...` in /tmp,
+# test.echo only for arguments starting with "hel" (re.match anchors at the start only).
+CAROL = [{"*": [{"cmd.run": {"args": ["echo .*"], "kwargs": {"cwd": "/tmp"}}},
+                {"test.echo": {"args": ["hel"]}}]}]
+PAM_USER, PAM_GROUP, PAM_PASSWORD = "saltqrecpam", "saltqrecpamgrp", "Rec-pw-4711"
+
+
+def record_eauth(base, case):
+    """Argument-restricted entries, the auto backend and pam: Salt's answers."""
+    case("carol_login", "POST", "/login",
+         {"username": "carol", "password": "argsonly", "eauth": "file"})
+    carol = request(base, "POST", "/login",
+                    {"username": "carol", "password": "argsonly", "eauth": "file"})
+    hdr = {"X-Auth-Token": carol["body"]["return"][0]["token"]}
+
+    def local(fun, arg=None, kwarg=None):
+        low = {"client": "local", "tgt": "m1", "fun": fun}
+        if arg is not None:
+            low["arg"] = arg
+        if kwarg is not None:
+            low["kwarg"] = kwarg
+        return [low]
+
+    case("carol_cmd_allowed", "POST", "/", local("cmd.run", ["echo hi"], {"cwd": "/tmp"}), hdr)
+    case("carol_cmd_extra_kwarg", "POST", "/",
+         local("cmd.run", ["echo hi"], {"cwd": "/tmp", "python_shell": True}), hdr)
+    case("carol_cmd_no_kwarg", "POST", "/", local("cmd.run", ["echo hi"]), hdr)
+    case("carol_cmd_kwarg_as_string", "POST", "/", local("cmd.run", ["echo hi", "cwd=/tmp"]),
+         hdr)
+    case("carol_cmd_wrong_arg", "POST", "/", local("cmd.run", ["id"], {"cwd": "/tmp"}), hdr)
+    case("carol_cmd_wrong_cwd", "POST", "/", local("cmd.run", ["echo hi"], {"cwd": "/"}), hdr)
+    case("carol_echo_prefix", "POST", "/", local("test.echo", ["hello"]), hdr)
+    case("carol_echo_refused", "POST", "/", local("test.echo", ["bye"]), hdr)
+    case("carol_ping_refused", "POST", "/", local("test.ping"), hdr)
+    case("auto_login", "POST", "/login",
+         {"username": "dave", "password": "anything at all", "eauth": "auto"})
+    dave = request(base, "POST", "/login",
+                   {"username": "dave", "password": "x", "eauth": "auto"})
+    case("auto_ping", "POST", "/", local("test.ping"),
+         {"X-Auth-Token": dave["body"]["return"][0]["token"]})
+    case("auto_login_unlisted", "POST", "/login",
+         {"username": "erin", "password": "x", "eauth": "auto"})
+    erin = request(base, "POST", "/login",
+                   {"username": "erin", "password": "x", "eauth": "auto"})
+    case("auto_unlisted_ping", "POST", "/", local("test.ping"),
+         {"X-Auth-Token": erin["body"]["return"][0]["token"]})
+    case("auto_login_no_password", "POST", "/login", {"username": "dave", "eauth": "auto"})
+    case("pam_login", "POST", "/login",
+         {"username": PAM_USER, "password": PAM_PASSWORD, "eauth": "pam"})
+    case("pam_wrong_password", "POST", "/login",
+         {"username": PAM_USER, "password": "wrong", "eauth": "pam"})
+    pam = request(base, "POST", "/login",
+                  {"username": PAM_USER, "password": PAM_PASSWORD, "eauth": "pam"})
+    phdr = {"X-Auth-Token": pam["body"]["return"][0]["token"]}
+    case("pam_ping", "POST", "/", local("test.ping"), phdr)
+    case("pam_group_runner", "POST", "/", [{"client": "runner", "fun": "manage.status"}], phdr)
+
+
 def main():
+    only_eauth = sys.argv[1:] == ["eauth"]
+    subprocess.run(["groupadd", PAM_GROUP], check=True)
+    subprocess.run(["useradd", "-M", "-G", PAM_GROUP, PAM_USER], check=True)
+    try:
+        subprocess.run(["chpasswd"], input=f"{PAM_USER}:{PAM_PASSWORD}".encode(), check=True)
+        return record(only_eauth)
+    finally:
+        subprocess.run(["userdel", PAM_USER], check=False)
+        subprocess.run(["groupdel", PAM_GROUP], check=False)
+
+
+def record(only_eauth):
     shutil.rmtree(DIR, ignore_errors=True)
     os.makedirs(DIR)
     api_port, pub, ret = free_port(), free_port(), free_port()
     with open(DIR + "/users.txt", "w") as f:
-        f.write("alice:secret\nbob:pingonly\n")
+        f.write("alice:secret\nbob:pingonly\ncarol:argsonly\n")
     master = {
         "root_dir": DIR,
         "interface": "127.0.0.1",
@@ -109,7 +182,10 @@ def main():
         "log_level_logfile": "debug",
         "external_auth": {"file": {"^filename": DIR + "/users.txt",
                                    "alice": [".*", "@runner", "@wheel", "@jobs"],
-                                   "bob": ["test.ping"]}},
+                                   "bob": ["test.ping"],
+                                   "carol": CAROL},
+                          "auto": {"dave": ["test.*"]},
+                          "pam": {PAM_USER: ["test.*"], PAM_GROUP + "%": ["@runner"]}},
         "netapi_enable_clients": ["local", "local_async", "runner", "runner_async",
                                   "wheel", "wheel_async"],
         "rest_cherrypy": {"port": api_port, "host": "127.0.0.1", "disable_ssl": True},
@@ -163,6 +239,15 @@ def main():
                                        "content_type": ctype},
                            "response": request(base, method, path, body, headers, ctype)}
             return cases[name]["response"]
+
+        record_eauth(base, case)
+        with open(os.path.join(HERE, "eauth_cases.json"), "w") as f:
+            json.dump(cases, f, indent=1, sort_keys=True)
+            f.write("\n")
+        print(f"recorded {len(cases)} eauth cases")
+        if only_eauth:
+            return 0
+        cases = {}
 
         case("login_json", "POST", "/login",
              {"username": "alice", "password": "secret", "eauth": "file"})
