@@ -70,6 +70,9 @@ pub struct Master {
     pub cli_dir: PathBuf,
     /// Where the CA and the admin certificate are: `pki_dir`, or a cluster's `cluster_pki_dir`.
     pub cert_dir: PathBuf,
+    /// The last [`Master::wait_connected`]'s progress: (seconds since its `since`, minions
+    /// connected), a sample at least every 250 ms.
+    pub progress: Vec<(f64, u64)>,
 }
 
 impl Master {
@@ -94,8 +97,9 @@ impl Master {
             etc.join("master"),
             format!(
                 "root_dir: {}\ninterface: 127.0.0.1\nport: {port}\nhttp_interface: 127.0.0.1\n\
-                 http_port: 0\nauto_accept: true\nlog_level: warning\n{extra}",
-                root.display()
+                 http_port: 0\nauto_accept: true\nlog_level: warning\n{extra}{}",
+                root.display(),
+                master_extra()
             ),
         )?;
         let listen = root.join("var/cache/saltq/master/listen.json");
@@ -141,6 +145,7 @@ impl Master {
             http,
             cli_dir,
             cert_dir: root.join("etc/saltq/pki/master"),
+            progress: Vec::new(),
         })
     }
 
@@ -188,12 +193,17 @@ impl Master {
         watch: &mut [&mut Proc],
     ) -> anyhow::Result<Duration> {
         let deadline = since + limit;
+        self.progress.clear();
         loop {
             self.proc.check_alive()?;
             for p in watch.iter_mut() {
                 p.check_alive()?;
             }
             let got = self.connected()?;
+            let at = since.elapsed().as_secs_f64();
+            if self.progress.last().is_none_or(|(t, _)| at - t >= 0.25) || got >= n {
+                self.progress.push((at, got));
+            }
             if got >= n {
                 return Ok(since.elapsed());
             }
@@ -351,6 +361,14 @@ pub async fn run_job(
         }
     }
     bail!("the Run stream of {tgt} {fun} ended without Finished")
+}
+
+/// Master settings added for an experiment (`SALTQ_BENCH_MASTER_EXTRA="max_handshakes: 1024"`,
+/// YAML lines), after the bench's own; none by default.
+fn master_extra() -> String {
+    std::env::var("SALTQ_BENCH_MASTER_EXTRA")
+        .map(|extra| format!("\n{}\n", extra.replace("\\n", "\n")))
+        .unwrap_or_default()
 }
 
 /// Minion settings added for an experiment (`SALTQ_BENCH_MINION_EXTRA="keep_alive: 3"`, YAML

@@ -30,6 +30,21 @@ fn busy_lines(logs: &[std::path::PathBuf]) -> usize {
         .sum()
 }
 
+/// From `wait_connected`'s samples, how many were connected at the end of each whole second
+/// (the last sample at or before it): how fast the restarted master took them back.
+fn per_second(progress: &[(f64, u64)]) -> Vec<u64> {
+    let end = progress.last().map_or(0.0, |(t, _)| *t).ceil() as usize;
+    (1..=end)
+        .map(|s| {
+            progress
+                .iter()
+                .take_while(|(t, _)| *t <= s as f64)
+                .last()
+                .map_or(0, |(_, n)| *n)
+        })
+        .collect()
+}
+
 impl Ctx {
     /// The `restart` scenario.
     pub(crate) async fn restart(&mut self, n: usize) -> anyhow::Result<()> {
@@ -65,6 +80,7 @@ impl Ctx {
         }
         let (mut back, mut answering, mut busy, mut down) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut curves = Vec::new();
         for r in 0..runs {
             let busy_before = busy_lines(&logs);
             let killed = Instant::now();
@@ -79,6 +95,9 @@ impl Ctx {
                 let took = master.wait_connected(n as u64, listening, limit, &mut watch)?;
                 back.push(took.as_secs_f64());
             }
+            let curve = per_second(&master.progress);
+            eprintln!("  restart {r}: subscribed by second: {curve:?}");
+            curves.push(curve);
             let mut client = master.client().await?;
             let o = run_job(&mut client, "*", "test.ping", 30.0).await?;
             if o.returned as usize != n {
@@ -121,8 +140,21 @@ impl Ctx {
         );
         self.details.insert(
             format!("restart-{n}"),
-            json!({"down_s": down, "subscribed_s": back, "answering_s": answering, "busy": busy}),
+            json!({"down_s": down, "subscribed_s": back, "answering_s": answering, "busy": busy,
+                   "subscribed_by_second": curves}),
         );
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::per_second;
+
+    #[test]
+    fn per_second_takes_the_last_sample_of_each_second() {
+        let p = [(0.0, 0), (0.5, 10), (1.0, 40), (1.7, 90), (2.6, 100)];
+        assert_eq!(per_second(&p), vec![40, 90, 100]);
+        assert_eq!(per_second(&[]), Vec::<u64>::new());
     }
 }

@@ -107,6 +107,37 @@ pub struct Gauges {
     pub cluster: Option<ClusterGauges>,
     /// Write transactions the job cache committed.
     pub cache_transactions: u64,
+    /// What the handshake admission did.
+    pub handshakes: Handshakes,
+}
+
+/// The handshake admission's counters, read at scrape time.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Handshakes {
+    /// Handshakes completed with an identified peer.
+    pub completed: u64,
+    /// Handshakes that got a turn and failed.
+    pub failed: u64,
+    /// Connections turned away as busy.
+    pub refused_busy: u64,
+    /// Seconds admitted connections waited for their turn, summed.
+    pub wait_seconds: f64,
+    /// Seconds from a turn to the handshake's end, summed.
+    pub handshake_seconds: f64,
+}
+
+impl Handshakes {
+    /// Reads the transport's counters.
+    pub fn read(s: &saltq_transport::server::HandshakeStats) -> Handshakes {
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Handshakes {
+            completed: n(&s.completed),
+            failed: n(&s.failed),
+            refused_busy: n(&s.refused_busy),
+            wait_seconds: n(&s.wait_micros) as f64 / 1e6,
+            handshake_seconds: n(&s.handshake_micros) as f64 / 1e6,
+        }
+    }
 }
 
 /// A replica's share of the cluster, read at scrape time.
@@ -145,6 +176,22 @@ impl Metrics {
             "# HELP saltq_job_cache_transactions_total Write transactions the job cache committed (one per batch).\n\
              # TYPE saltq_job_cache_transactions_total counter\nsaltq_job_cache_transactions_total {}",
             g.cache_transactions
+        );
+        let h = &g.handshakes;
+        let _ = writeln!(
+            out,
+            "# HELP saltq_handshakes_total New connections by what the handshake admission did with them.\n\
+             # TYPE saltq_handshakes_total counter\n\
+             saltq_handshakes_total{{outcome=\"completed\"}} {}\n\
+             saltq_handshakes_total{{outcome=\"failed\"}} {}\n\
+             saltq_handshakes_total{{outcome=\"refused_busy\"}} {}\n\
+             # HELP saltq_handshake_wait_seconds_total Time admitted connections waited for their turn.\n\
+             # TYPE saltq_handshake_wait_seconds_total counter\n\
+             saltq_handshake_wait_seconds_total {}\n\
+             # HELP saltq_handshake_seconds_total Time from a connection's turn to the end of its handshake.\n\
+             # TYPE saltq_handshake_seconds_total counter\n\
+             saltq_handshake_seconds_total {}",
+            h.completed, h.failed, h.refused_busy, h.wait_seconds, h.handshake_seconds
         );
         counter(
             &mut out,
@@ -244,7 +291,26 @@ mod tests {
             keys: vec![("accepted", 3)],
             cluster: None,
             cache_transactions: 0,
+            handshakes: Handshakes {
+                completed: 5,
+                failed: 1,
+                refused_busy: 2,
+                wait_seconds: 0.5,
+                handshake_seconds: 0.25,
+            },
         });
+        assert!(
+            text.contains("saltq_handshakes_total{outcome=\"completed\"} 5"),
+            "{text}"
+        );
+        assert!(
+            text.contains("saltq_handshakes_total{outcome=\"refused_busy\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("saltq_handshake_seconds_total 0.25"),
+            "{text}"
+        );
         assert!(
             text.contains("saltq_return_latency_seconds_bucket{le=\"0.001\"} 1"),
             "{text}"
@@ -268,6 +334,7 @@ mod tests {
                 nats_sent: 7,
             }),
             cache_transactions: 2,
+            handshakes: Handshakes::default(),
         });
         assert!(
             text.contains("saltq_replica_minions_connected{replica=\"r1-0a\"} 1"),

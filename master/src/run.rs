@@ -441,11 +441,12 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
     ));
     if let Some(l) = http {
         let m = master.clone();
+        let handshakes = listeners.handshakes();
         tokio::spawn(saltq_transport::http::serve(
             l,
             move |path: String| {
-                let m = m.clone();
-                async move { probe(&m, &path).await }
+                let (m, handshakes) = (m.clone(), handshakes.clone());
+                async move { probe(&m, &handshakes, &path).await }
             },
             shutdown.clone(),
         ));
@@ -536,7 +537,11 @@ fn master_http_addr(cfg: &MasterConfig) -> Option<std::net::SocketAddr> {
 }
 
 /// Answers the HTTP probes and the metrics scrape.
-async fn probe(master: &Master, path: &str) -> saltq_transport::http::Reply {
+async fn probe(
+    master: &Master,
+    handshakes: &saltq_transport::server::HandshakeStats,
+    path: &str,
+) -> saltq_transport::http::Reply {
     match path {
         "/healthz" => (200, "text/plain", "ok\n".into()),
         "/readyz" => match master.cache.check_writable().await {
@@ -562,6 +567,7 @@ async fn probe(master: &Master, path: &str) -> saltq_transport::http::Reply {
                 keys: keys.iter().map(|(s, ids)| (s.name(), ids.len())).collect(),
                 cluster: master.cluster.as_ref().map(|c| c.gauges()),
                 cache_transactions: master.cache.stats().transactions,
+                handshakes: crate::metrics::Handshakes::read(handshakes),
             };
             (
                 200,

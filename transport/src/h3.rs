@@ -189,7 +189,7 @@ pub(crate) async fn serve_connection<S>(
         .peer_identity()
         .and_then(|id| id.downcast::<Vec<CertificateDer<'static>>>().ok());
     let identified = identity::identify(chain.as_deref().map(Vec::as_slice), &trust);
-    drop(turn);
+    turn.done(identified.is_ok());
     let peer = match identified {
         Ok(p) => p,
         Err(e) => {

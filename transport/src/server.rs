@@ -4,7 +4,8 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use rustls::pki_types::CertificateDer;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -85,6 +86,25 @@ pub struct Listeners {
     h2: Option<(TcpListener, Arc<rustls::ServerConfig>)>,
     trust: Trust,
     limits: Limits,
+    handshakes: Arc<HandshakeStats>,
+}
+
+/// What the handshake admission did, since the listeners were bound: counters an operator
+/// reads to see whether new connections wait, are turned away, or take long to complete.
+#[derive(Debug, Default)]
+pub struct HandshakeStats {
+    /// Connections that got a turn and completed their handshake (and identified the peer).
+    pub completed: AtomicU64,
+    /// Connections that got a turn and then failed: handshake error or timeout, an
+    /// unusable certificate.
+    pub failed: AtomicU64,
+    /// Connections turned away because no turn came within the queue's patience.
+    pub refused_busy: AtomicU64,
+    /// Time the admitted connections waited for their turn, in microseconds, summed.
+    pub wait_micros: AtomicU64,
+    /// Time from a turn to the end of the handshake, in microseconds, summed over completed
+    /// and failed ones.
+    pub handshake_micros: AtomicU64,
 }
 
 impl Listeners {
@@ -158,7 +178,13 @@ impl Listeners {
             h2,
             trust,
             limits,
+            handshakes: Arc::default(),
         })
+    }
+
+    /// The handshake admission's counters, live while the listeners serve.
+    pub fn handshakes(&self) -> Arc<HandshakeStats> {
+        self.handshakes.clone()
     }
 
     /// The bound QUIC (UDP) address.
@@ -181,7 +207,7 @@ impl Listeners {
         S::Future: Send,
     {
         let mut tasks = tokio::task::JoinSet::new();
-        let admission = Admission::new(&self.limits);
+        let admission = Admission::new(&self.limits, self.handshakes.clone());
         if let Some(ep) = self.quic {
             let svc = svc.clone();
             let trust = self.trust.clone();
@@ -233,25 +259,61 @@ impl Listeners {
 pub(crate) struct Admission {
     turns: Arc<tokio::sync::Semaphore>,
     patience: Duration,
+    stats: Arc<HandshakeStats>,
 }
 
-/// The right to complete one handshake; dropping it lets the next one start.
-pub(crate) type Turn = tokio::sync::OwnedSemaphorePermit;
+/// The right to complete one handshake; ending it ([`Turn::done`], or dropping it, which
+/// counts as a failure) lets the next one start.
+pub(crate) struct Turn {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    since: Instant,
+    stats: Arc<HandshakeStats>,
+    ok: bool,
+}
+
+impl Turn {
+    /// Ends the turn: the handshake completed (`ok`) or failed.
+    pub(crate) fn done(mut self, ok: bool) {
+        self.ok = ok;
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let s = &self.stats;
+        let took = self.since.elapsed().as_micros() as u64;
+        s.handshake_micros.fetch_add(took, Ordering::Relaxed);
+        let outcome = if self.ok { &s.completed } else { &s.failed };
+        outcome.fetch_add(1, Ordering::Relaxed);
+    }
+}
 
 impl Admission {
-    fn new(limits: &Limits) -> Admission {
+    fn new(limits: &Limits, stats: Arc<HandshakeStats>) -> Admission {
         Admission {
             turns: Arc::new(tokio::sync::Semaphore::new(limits.max_handshakes.max(1))),
             patience: limits.handshake_queue,
+            stats,
         }
     }
 
     /// Waits for a turn; `None` when none came within the queue's patience.
     async fn wait(&self) -> Option<Turn> {
-        tokio::time::timeout(self.patience, self.turns.clone().acquire_owned())
-            .await
-            .ok()?
-            .ok()
+        let queued = Instant::now();
+        let permit = tokio::time::timeout(self.patience, self.turns.clone().acquire_owned()).await;
+        let Ok(Ok(permit)) = permit else {
+            self.stats.refused_busy.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        let since = Instant::now();
+        let waited = since.duration_since(queued).as_micros() as u64;
+        self.stats.wait_micros.fetch_add(waited, Ordering::Relaxed);
+        Some(Turn {
+            _permit: permit,
+            since,
+            stats: self.stats.clone(),
+            ok: false,
+        })
     }
 }
 
@@ -364,7 +426,7 @@ async fn serve_h2<S>(
                     .peer_certificates()
                     .map(|c| c.iter().map(|c| c.clone().into_owned()).collect());
                 let identified = identity::identify(chain.as_deref(), &trust);
-                drop(turn);
+                turn.done(identified.is_ok());
                 match identified {
                     Ok(peer) => {
                         let info = PeerInfo {
@@ -390,5 +452,61 @@ async fn serve_h2<S>(
         .await;
     if let Err(e) = res {
         warn!("http/2 server stopped: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(max: usize, patience_ms: u64) -> Limits {
+        Limits {
+            max_handshakes: max,
+            handshake_queue: Duration::from_millis(patience_ms),
+            ..Limits::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn admission_counts_turns_refusals_and_outcomes() {
+        let stats = Arc::new(HandshakeStats::default());
+        let admission = Admission::new(&limits(1, 50), stats.clone());
+        let first = admission
+            .wait()
+            .await
+            .expect("the first gets a turn at once");
+        assert!(
+            admission.wait().await.is_none(),
+            "no second turn while the first is held"
+        );
+        assert_eq!(stats.refused_busy.load(Ordering::Relaxed), 1);
+        first.done(true);
+        let second = admission.wait().await.expect("a turn once the first ended");
+        drop(second);
+        assert_eq!(stats.completed.load(Ordering::Relaxed), 1);
+        assert_eq!(stats.failed.load(Ordering::Relaxed), 1, "dropped is failed");
+        assert_eq!(stats.refused_busy.load(Ordering::Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn a_queued_connection_gets_the_turn_a_finished_one_gives_back() {
+        let stats = Arc::new(HandshakeStats::default());
+        let admission = Admission::new(&limits(1, 5_000), stats.clone());
+        let first = admission.wait().await.expect("a turn");
+        let queued = tokio::spawn({
+            let admission = admission.clone();
+            async move { admission.wait().await.map(|t| t.done(true)) }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        first.done(true);
+        assert!(
+            queued.await.unwrap().is_some(),
+            "the queued one got its turn"
+        );
+        assert_eq!(stats.completed.load(Ordering::Relaxed), 2);
+        assert!(
+            stats.wait_micros.load(Ordering::Relaxed) >= 10_000,
+            "it waited"
+        );
     }
 }
