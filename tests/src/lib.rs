@@ -21,6 +21,28 @@ pub fn eventually<T>(what: &str, timeout: Duration, mut cond: impl FnMut() -> Op
     }
 }
 
+/// Why a test that changes system users cannot run here, if it cannot: it must run as root
+/// and find each of `tools` on the PATH.
+pub fn not_root_or_missing(tools: &[&str]) -> Option<String> {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    if !root {
+        return Some("the tests do not run as root".into());
+    }
+    for tool in tools {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            return Some(format!("{tool} is not installed"));
+        }
+    }
+    None
+}
+
 /// Reads the lines a `saltq events` watcher prints until `done` holds for the lines read so
 /// far or `timeout` passes, then kills it and returns them. Events reach each subscriber on
 /// its own stream, so a watcher may print an event after the CLI that caused it has exited.

@@ -144,23 +144,7 @@ impl Drop for PamUser {
 
 /// Why the pam test cannot run here, if it cannot.
 fn pam_missing() -> Option<String> {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
-    if !root {
-        return Some("the tests do not run as root (PAM needs a user with a password)".into());
-    }
-    for tool in ["useradd", "userdel", "groupadd", "groupdel", "chpasswd"] {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !found {
-            return Some(format!("{tool} is not installed"));
-        }
-    }
-    None
+    saltq_tests::not_root_or_missing(&["useradd", "userdel", "groupadd", "groupdel", "chpasswd"])
 }
 
 /// `pam` against a user this test creates: the right password logs in (with the group%

@@ -15,23 +15,7 @@ const KEY: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIAUoDpCmN991W1dMAPLAKlFCEr4yLZ9pvEe/y
 
 /// Why the test cannot run here, if it cannot.
 fn missing() -> Option<String> {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
-    if !root {
-        return Some("the tests do not run as root".into());
-    }
-    for tool in ["useradd", "userdel", "groupadd", "gpasswd", "crontab"] {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !found {
-            return Some(format!("{tool} is not installed"));
-        }
-    }
-    None
+    saltq_tests::not_root_or_missing(&["useradd", "userdel", "groupadd", "gpasswd", "crontab"])
 }
 
 /// Removes the test's crontab, user and group.
