@@ -486,6 +486,20 @@ impl KeyStore {
         Ok(moved)
     }
 
+    /// Records `pem` as `id`'s accepted key (Salt's `key.gen_accept`): false, and nothing
+    /// written, when `id` already has an accepted key and not `force`.
+    pub fn put_accepted(&self, id: &str, pem: &str, force: bool) -> Result<bool, KeyError> {
+        if !valid_id(id) {
+            return Err(KeyError::InvalidId(id.to_owned()));
+        }
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        if !force && keys.contains_key(&(KeyState::Accepted, id.to_owned())) {
+            return Ok(false);
+        }
+        self.put(&mut keys, KeyState::Accepted, id, pem)?;
+        Ok(true)
+    }
+
     /// Deletes keys whose id matches `glob`, in every state; returns what went.
     pub fn delete(&self, glob: &str) -> Result<Vec<(KeyState, String)>, KeyError> {
         let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());

@@ -313,9 +313,9 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         Some(c) => c.delivery(),
         None => Arc::new(crate::delivery::Subscriptions::default()),
     };
-    let master = Arc::new(Master::new(
-        cfg, keys, cache, last_jid, bus, delivery, cluster,
-    ));
+    let mut master = Master::new(cfg, keys, cache, last_jid, bus, delivery, cluster);
+    master.certs = Some(live.clone());
+    let master = Arc::new(master);
     crate::cluster::sync(master.clone())
         .await
         .map_err(|e| StartError {

@@ -244,6 +244,37 @@ impl Api {
             })
     }
 
+    /// Who a chunk that carries its own credentials is (`/run`, `POST /keys`): a `token`, or
+    /// `username`/`password`/`eauth` checked now (rate limited per address).
+    async fn chunk_identity(
+        &self,
+        ip: std::net::IpAddr,
+        c: &Map<String, Value>,
+    ) -> Result<Identity, ApiError> {
+        if let Some(t) = c.get("token").and_then(Value::as_str) {
+            let t = self
+                .tokens
+                .get(t, now())
+                .ok_or_else(|| ApiError::unauthorized("Authentication error occurred."))?;
+            Ok(self.identity(&t, "token"))
+        } else if c.contains_key("eauth") {
+            let t = self.login(ip, c).await.map_err(|e| {
+                if e.status == 401 {
+                    ApiError::unauthorized("Authentication error occurred.")
+                } else {
+                    e
+                }
+            })?;
+            // A token made for one request's credentials is for that request only.
+            self.tokens.remove(&t.token);
+            Ok(self.identity(&t, "eauth"))
+        } else {
+            Err(ApiError::unauthorized(
+                "No authentication credentials given",
+            ))
+        }
+    }
+
     async fn run_chunk(
         &self,
         who: Identity,
@@ -254,10 +285,23 @@ impl Api {
         self.backend.run(who, low).await
     }
 
+    /// Runs `low` and adds its answer to `out`: one entry, or one per minion for
+    /// `local_batch` (Salt's `exec_lowstate` yields each item of a client's iterator).
+    async fn run_into(&self, who: Identity, low: Low, out: &mut Vec<Value>) -> Result<(), ApiError> {
+        let batch = low.client == Client::LocalBatch;
+        self.stats.lowstate_chunks.fetch_add(1, Ordering::Relaxed);
+        match self.backend.run(who, low).await? {
+            Value::Array(items) if batch => out.extend(items),
+            v => out.push(v),
+        }
+        Ok(())
+    }
+
     async fn run_one(&self, who: Identity, low: Low) -> Result<Value, ApiError> {
         let name = match low.client {
             Client::Local => "local",
             Client::LocalAsync => "local_async",
+            Client::LocalBatch => "local_batch",
             Client::Runner => "runner",
             Client::RunnerAsync => "runner_async",
             Client::Wheel => "wheel",
@@ -295,7 +339,8 @@ async fn post_root(State(api): State<Shared>, headers: HeaderMap, body: Bytes) -
         let chunks = lowstate(body_data(&headers, &body)?)?;
         let mut out = Vec::new();
         for c in &chunks {
-            out.push(api.run_chunk(who.clone(), c).await?);
+            let low = to_low(c, &api.cfg.enable_clients)?;
+            api.run_into(who.clone(), low, &mut out).await?;
         }
         Ok::<_, ApiError>(json!({ "return": out }))
     }
@@ -317,30 +362,8 @@ async fn post_run(
         let mut out = Vec::new();
         for c in &chunks {
             let low = to_low(c, &api.cfg.enable_clients)?;
-            let who = if let Some(t) = c.get("token").and_then(Value::as_str) {
-                let t = api
-                    .tokens
-                    .get(t, now())
-                    .ok_or_else(|| ApiError::unauthorized("Authentication error occurred."))?;
-                api.identity(&t, "token")
-            } else if c.contains_key("eauth") {
-                let t = api.login(peer.ip(), c).await.map_err(|e| {
-                    if e.status == 401 {
-                        ApiError::unauthorized("Authentication error occurred.")
-                    } else {
-                        e
-                    }
-                })?;
-                // A /run call's token is for this call only.
-                api.tokens.remove(&t.token);
-                api.identity(&t, "eauth")
-            } else {
-                return Err(ApiError::unauthorized(
-                    "No authentication credentials given",
-                ));
-            };
-            api.stats.lowstate_chunks.fetch_add(1, Ordering::Relaxed);
-            out.push(api.backend.run(who, low).await?);
+            let who = api.chunk_identity(peer.ip(), c).await?;
+            api.run_into(who, low, &mut out).await?;
         }
         Ok::<_, ApiError>(json!({ "return": out }))
     }
@@ -480,6 +503,7 @@ fn low(client: Client, fun: &str, tgt: &str, kwarg: Map<String, Value>) -> Low {
         full_return: false,
         timeout: None,
         ret: String::new(),
+        batch: None,
     }
 }
 
@@ -592,6 +616,97 @@ async fn get_keys(
         Ok(v) => data(StatusCode::OK, &v, &headers),
         Err(e) => refuse(e),
     }
+}
+
+/// `POST /keys` (rest_cherrypy's `Keys.POST`): `key.gen_accept` through the wheel client
+/// for `mid`, with the credentials in the body as Salt requires, answered as a tarball of
+/// the files a saltq minion reads from its `pki_dir`.
+async fn post_keys(
+    State(api): State<Shared>,
+    Extension(Remote(peer)): Extension<Remote>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Reply {
+    let result = async {
+        let mut chunks = lowstate(body_data(&headers, &body)?)?;
+        if chunks.is_empty() {
+            return Err(ApiError::bad_request("Lowstates must be a list"));
+        }
+        let mut c = chunks.swap_remove(0);
+        c.insert("client".into(), json!("wheel"));
+        c.insert("fun".into(), json!("key.gen_accept"));
+        if let Some(mid) = c.remove("mid") {
+            c.insert("id_".into(), mid);
+        }
+        let mid = match c.get("id_") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(a)) if a.len() == 1 && a[0].is_string() => {
+                let s = a[0].as_str().unwrap_or_default().to_owned();
+                c.insert("id_".into(), json!(s));
+                s
+            }
+            _ => return Err(ApiError::bad_request("Missing 'mid': the minion id to make keys for")),
+        };
+        let low = to_low(&c, &api.cfg.enable_clients)?;
+        let who = api.chunk_identity(peer.ip(), &c).await?;
+        let mut out = Vec::new();
+        api.run_into(who, low, &mut out).await?;
+        let data = out.pop().and_then(|v| v.get("data").cloned()).unwrap_or_default();
+        let ret = data.get("return").cloned().unwrap_or_default();
+        if data.get("success") == Some(&Value::Bool(false)) {
+            return Err(ApiError::bad_request(
+                ret.as_str().unwrap_or("key.gen_accept failed").to_owned(),
+            ));
+        }
+        let tar = keys_tarball(&ret).map_err(|e| {
+            ApiError::internal(format!("cannot write the key tarball for {mid}: {e}"))
+        })?;
+        Ok::<_, ApiError>((mid, tar))
+    }
+    .await;
+    match result {
+        Ok((mid, tar)) => {
+            let mut r = Response::new(Body::from(tar));
+            let h = r.headers_mut();
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/x-tar"),
+            );
+            let disposition = format!("attachment; filename=\"saltkeys-{mid}.tar\"");
+            if let Ok(v) = HeaderValue::from_str(&disposition) {
+                h.insert(header::CONTENT_DISPOSITION, v);
+            }
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            r
+        }
+        Err(e) => refuse(e),
+    }
+}
+
+/// The files of `key.gen_accept`'s return, as a saltq minion names them in its `pki_dir`:
+/// `minion.key` (the private key, mode 0600), `minion.crt` (the certificate the master's CA
+/// issued), and `master_ca.crt` (the CA to pin) when the master has one to give. An empty
+/// return (the id already had an accepted key) gives empty files, as Salt's does.
+pub fn keys_tarball(ret: &Value) -> std::io::Result<Vec<u8>> {
+    let field = |k: &str| ret.get(k).and_then(Value::as_str).unwrap_or_default();
+    let mut files = vec![
+        ("minion.key", field("priv"), 0o600),
+        ("minion.crt", field("cert"), 0o644),
+    ];
+    if !field("master_ca").is_empty() {
+        files.push(("master_ca.crt", field("master_ca"), 0o644));
+    }
+    let mtime = now() as u64;
+    let mut b = tar::Builder::new(Vec::new());
+    for (name, text, mode) in files {
+        let mut h = tar::Header::new_ustar();
+        h.set_size(text.len() as u64);
+        h.set_mode(mode);
+        h.set_mtime(mtime);
+        h.set_entry_type(tar::EntryType::Regular);
+        b.append_data(&mut h, name, text.as_bytes())?;
+    }
+    b.into_inner()
 }
 
 async fn post_hook(
@@ -731,7 +846,7 @@ fn router(api: Shared) -> Router {
         .route("/minions/{mid}", get(get_minions))
         .route("/jobs", get(get_jobs))
         .route("/jobs/{jid}", get(get_jobs))
-        .route("/keys", get(get_keys))
+        .route("/keys", get(get_keys).post(post_keys))
         .route("/keys/{mid}", get(get_keys))
         .route(&hook, post(post_hook))
         .route(&format!("{hook}/{{*tag}}"), post(post_hook))
@@ -926,6 +1041,36 @@ mod tests {
         );
         let r = data(StatusCode::OK, &v, &h);
         assert_eq!(r.headers()[header::CONTENT_TYPE], "application/json");
+    }
+
+    #[test]
+    fn the_key_tarball_holds_the_minions_files() {
+        let ret = json!({"pub": "P", "priv": "KEY", "cert": "CERT", "master_ca": "CA"});
+        let tar = keys_tarball(&ret).unwrap();
+        let mut a = tar::Archive::new(tar.as_slice());
+        let mut got = vec![];
+        for e in a.entries().unwrap() {
+            let mut e = e.unwrap();
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut e, &mut text).unwrap();
+            let mode = e.header().mode().unwrap();
+            got.push((e.path().unwrap().display().to_string(), text, mode));
+        }
+        assert_eq!(
+            got,
+            [
+                ("minion.key".to_owned(), "KEY".to_owned(), 0o600),
+                ("minion.crt".to_owned(), "CERT".to_owned(), 0o644),
+                ("master_ca.crt".to_owned(), "CA".to_owned(), 0o644),
+            ]
+        );
+        let empty = keys_tarball(&json!({})).unwrap();
+        let names: Vec<String> = tar::Archive::new(empty.as_slice())
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().display().to_string())
+            .collect();
+        assert_eq!(names, ["minion.key", "minion.crt"]);
     }
 
     #[test]
