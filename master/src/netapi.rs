@@ -13,11 +13,11 @@ use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use saltq_netapi::backend::{Client, Low};
 use saltq_netapi::{ApiError, Backend, Event, Identity};
-use saltq_semantics::batch::{Step, Walk};
 use saltq_proto::v1::{
     self as pb, job_service_server::JobService, run_response::Kind,
     runner_service_server::RunnerService,
 };
+use saltq_semantics::batch::{Step, Walk};
 use saltq_transport::value;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;

@@ -359,29 +359,48 @@ mod tests {
         .unwrap();
         assert_eq!(l.client, Client::LocalBatch);
         let b = l.batch.unwrap();
-        assert_eq!((b.size, b.wait, b.failhard), (BatchSize::Percent(10.0), 0.0, false));
+        assert_eq!(
+            (b.size, b.wait, b.failhard),
+            (BatchSize::Percent(10.0), 0.0, false)
+        );
         let l = to_low(
-            &chunk(json!({"client": "local_batch", "tgt": "*", "fun": "test.ping",
-                          "batch": 2, "batch_wait": "1.7", "failhard": true})),
+            &chunk(
+                json!({"client": "local_batch", "tgt": "*", "fun": "test.ping",
+                          "batch": 2, "batch_wait": "1.7", "failhard": true}),
+            ),
             &enabled,
         )
         .unwrap();
         let b = l.batch.unwrap();
-        assert_eq!((b.size, b.wait, b.failhard), (BatchSize::Count(2), 1.0, true));
-        assert!(l.kwarg.is_empty(), "batch keys are not the function's: {:?}", l.kwarg);
+        assert_eq!(
+            (b.size, b.wait, b.failhard),
+            (BatchSize::Count(2), 1.0, true)
+        );
+        assert!(
+            l.kwarg.is_empty(),
+            "batch keys are not the function's: {:?}",
+            l.kwarg
+        );
         let e = to_low(
-            &chunk(json!({"client": "local_batch", "tgt": "*", "fun": "test.ping",
-                          "batch": "lots"})),
+            &chunk(
+                json!({"client": "local_batch", "tgt": "*", "fun": "test.ping",
+                          "batch": "lots"}),
+            ),
             &enabled,
         )
         .unwrap_err();
         assert_eq!(
             (e.status, e.message.as_str()),
-            (400, "Invalid batch data sent: lots\nData must be in the form of %10, 10% or 3")
+            (
+                400,
+                "Invalid batch data sent: lots\nData must be in the form of %10, 10% or 3"
+            )
         );
         let e = to_low(
-            &chunk(json!({"client": "local_batch", "tgt": "*", "fun": "test.ping",
-                          "batch_wait": -1})),
+            &chunk(
+                json!({"client": "local_batch", "tgt": "*", "fun": "test.ping",
+                          "batch_wait": -1}),
+            ),
             &enabled,
         )
         .unwrap_err();

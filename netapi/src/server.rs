@@ -287,7 +287,12 @@ impl Api {
 
     /// Runs `low` and adds its answer to `out`: one entry, or one per minion for
     /// `local_batch` (Salt's `exec_lowstate` yields each item of a client's iterator).
-    async fn run_into(&self, who: Identity, low: Low, out: &mut Vec<Value>) -> Result<(), ApiError> {
+    async fn run_into(
+        &self,
+        who: Identity,
+        low: Low,
+        out: &mut Vec<Value>,
+    ) -> Result<(), ApiError> {
         let batch = low.client == Client::LocalBatch;
         self.stats.lowstate_chunks.fetch_add(1, Ordering::Relaxed);
         match self.backend.run(who, low).await? {
@@ -645,13 +650,20 @@ async fn post_keys(
                 c.insert("id_".into(), json!(s));
                 s
             }
-            _ => return Err(ApiError::bad_request("Missing 'mid': the minion id to make keys for")),
+            _ => {
+                return Err(ApiError::bad_request(
+                    "Missing 'mid': the minion id to make keys for",
+                ));
+            }
         };
         let low = to_low(&c, &api.cfg.enable_clients)?;
         let who = api.chunk_identity(peer.ip(), &c).await?;
         let mut out = Vec::new();
         api.run_into(who, low, &mut out).await?;
-        let data = out.pop().and_then(|v| v.get("data").cloned()).unwrap_or_default();
+        let data = out
+            .pop()
+            .and_then(|v| v.get("data").cloned())
+            .unwrap_or_default();
         let ret = data.get("return").cloned().unwrap_or_default();
         if data.get("success") == Some(&Value::Bool(false)) {
             return Err(ApiError::bad_request(

@@ -47,10 +47,7 @@ impl BatchSize {
             }
             return Ok(BatchSize::Percent(pct));
         }
-        let n: i64 = spec
-            .trim()
-            .parse()
-            .map_err(|_| syntax())?;
+        let n: i64 = spec.trim().parse().map_err(|_| syntax())?;
         u64::try_from(n)
             .ok()
             .filter(|n| *n > 0)
@@ -70,7 +67,11 @@ impl BatchSize {
                 } else {
                     share.floor()
                 };
-                if n.is_finite() { n as usize } else { usize::MAX }
+                if n.is_finite() {
+                    n as usize
+                } else {
+                    usize::MAX
+                }
             }
         }
     }
@@ -201,7 +202,11 @@ mod tests {
         check("10%", 3, Ok(1));
         check("150%", 3, Ok(4));
         check("33.4%", 3, Ok(1));
-        check("x", 3, Err("Invalid batch data sent: x\nData must be in the form"));
+        check(
+            "x",
+            3,
+            Err("Invalid batch data sent: x\nData must be in the form"),
+        );
         check("x%", 3, Err("Invalid batch data sent: x%"));
         check("1.5", 3, Err("Invalid batch data sent: 1.5"));
         check("", 3, Err("Invalid batch data sent"));
@@ -266,7 +271,12 @@ mod tests {
 
     #[test]
     fn a_thousand_minions_walk_in_windows() {
-        let mut w = Walk::new(ids(1000), BatchSize::Percent(10.0).window(1000), Duration::ZERO, false);
+        let mut w = Walk::new(
+            ids(1000),
+            BatchSize::Percent(10.0).window(1000),
+            Duration::ZERO,
+            false,
+        );
         let mut batches = 0;
         while !w.done() {
             let b = w.next(T0);

@@ -15,6 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use saltq_tests::{Master, Minion, eventually};
+
+mod batchkeys;
 use serde_json::{Value, json};
 
 /// The users of the tests, as Salt's recording had them.
@@ -56,6 +58,11 @@ impl Resp {
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
+    }
+
+    /// The body's bytes (a tarball's are ASCII, so the text holds them unchanged).
+    fn bytes(&self) -> &[u8] {
+        self.body.as_bytes()
     }
 
     pub(crate) fn json(&self) -> Value {
