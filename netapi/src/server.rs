@@ -152,8 +152,23 @@ pub fn error_page(status: u16, message: &str) -> Reply {
     r
 }
 
-fn refuse(e: ApiError) -> Reply {
-    error_page(e.status, &e.message)
+/// A refusal as CherryPy's error page; a failure (500) as salt-api's JSON for an unexpected
+/// error, its details only with `debug` (Salt shows the traceback then) and always in the log.
+fn refuse(e: ApiError, debug: bool) -> Reply {
+    if e.status != 500 {
+        return error_page(e.status, &e.message);
+    }
+    tracing::warn!("salt-api request failed: {}", e.message);
+    let message = if debug {
+        e.message.as_str()
+    } else {
+        "An unexpected error occurred"
+    };
+    data(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &json!({"status": 500, "return": message}),
+        &HeaderMap::new(),
+    )
 }
 
 const NO_PERMISSION: &str = "No permission -- see authorization schemes";
@@ -352,7 +367,7 @@ async fn post_root(State(api): State<Shared>, headers: HeaderMap, body: Bytes) -
     .await;
     match result {
         Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
 }
 
@@ -375,7 +390,7 @@ async fn post_run(
     .await;
     match result {
         Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
 }
 
@@ -423,7 +438,7 @@ async fn post_login(
             }
             r
         }
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
 }
 
@@ -474,13 +489,13 @@ async fn post_token(
     .await;
     match result {
         Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
 }
 
 async fn post_logout(State(api): State<Shared>, headers: HeaderMap) -> Reply {
     if api.session(&headers).is_err() {
-        return refuse(ApiError::unauthorized(NO_PERMISSION));
+        return refuse(ApiError::unauthorized(NO_PERMISSION), api.cfg.debug);
     }
     if let Some(t) = request_token(&headers) {
         api.tokens.remove(&t);
@@ -528,7 +543,7 @@ async fn get_minions(
     .await;
     match result {
         Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
 }
 
@@ -551,7 +566,7 @@ async fn post_minions(State(api): State<Shared>, headers: HeaderMap, body: Bytes
     .await;
     match result {
         Ok(v) => data(StatusCode::ACCEPTED, &v, &headers),
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
 }
 
@@ -589,7 +604,7 @@ async fn get_jobs(
     .await;
     match result {
         Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
 }
 
@@ -619,7 +634,7 @@ async fn get_keys(
     .await;
     match result {
         Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
 }
 
@@ -691,7 +706,7 @@ async fn post_keys(
             h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
             r
         }
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
 }
 
@@ -759,7 +774,7 @@ async fn post_hook(
     .await;
     match result {
         Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
 }
 
@@ -796,7 +811,7 @@ async fn get_events(
     });
     let token = from_query.or_else(|| request_token(&headers));
     if token.and_then(|t| api.tokens.get(&t, now())).is_none() {
-        return refuse(ApiError::unauthorized(NO_PERMISSION));
+        return refuse(ApiError::unauthorized(NO_PERMISSION), api.cfg.debug);
     }
     api.stats.event_streams.fetch_add(1, Ordering::Relaxed);
     let rx = api.backend.events();
@@ -818,7 +833,7 @@ async fn get_stats(State(api): State<Shared>, headers: HeaderMap) -> Reply {
     if !api.cfg.stats_disable_auth
         && let Err(e) = api.session(&headers)
     {
-        return refuse(e);
+        return refuse(e, api.cfg.debug);
     }
     let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let s = &api.stats;
@@ -846,7 +861,6 @@ async fn not_found(uri: http::Uri) -> Reply {
 /// The routes, under `root_prefix`.
 fn router(api: Shared) -> Router {
     let hook = api.cfg.webhook_url.clone();
-    let expire = api.cfg.expire_responses;
     let counted = api.clone();
     let routes = Router::new()
         .route("/", get(index).post(post_root))
@@ -876,18 +890,7 @@ fn router(api: Shared) -> Router {
     app.layer(axum::middleware::from_fn(
         move |req: http::Request<Body>, next: axum::middleware::Next| {
             counted.stats.requests.fetch_add(1, Ordering::Relaxed);
-            async move {
-                let mut r = next.run(req).await;
-                if expire && !r.headers().contains_key(header::CACHE_CONTROL) {
-                    r.headers_mut().insert(
-                        header::CACHE_CONTROL,
-                        HeaderValue::from_static("no-cache, no-store, must-revalidate"),
-                    );
-                    r.headers_mut()
-                        .insert(header::EXPIRES, HeaderValue::from_static("0"));
-                }
-                r
-            }
+            next.run(req)
         },
     ))
 }
@@ -895,7 +898,7 @@ fn router(api: Shared) -> Router {
 /// The TLS acceptor for `tls`, or `None` for plain HTTP; a certificate or key that does not
 /// load is an error naming the file.
 pub fn tls_acceptor(tls: &Tls) -> Result<Option<TlsAcceptor>, String> {
-    let Tls::Files { cert, key } = tls else {
+    let (Tls::Files { cert, key } | Tls::Master { cert, key }) = tls else {
         return Ok(None);
     };
     let read = |p: &std::path::Path| {
@@ -910,16 +913,31 @@ pub fn tls_acceptor(tls: &Tls) -> Result<Option<TlsAcceptor>, String> {
     let key_der = rustls_pemfile::private_key(&mut read(key)?.as_slice())
         .map_err(|e| format!("{} is not a PEM private key: {e}", key.display()))?
         .ok_or_else(|| format!("{} holds no private key", key.display()))?;
-    let mut cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
+    let mut cfg = tls_builder()?
+        .with_single_cert(certs, key_der)
+        .map_err(|e| format!("{} and {}: {e}", cert.display(), key.display()))?;
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Some(TlsAcceptor::from(Arc::new(cfg))))
+}
+
+/// A TLS acceptor serving whatever certificate `resolver` holds at each handshake: the
+/// master's own, which it reloads when the files change (`Tls::Master`).
+pub fn tls_acceptor_resolving(
+    resolver: Arc<dyn rustls::server::ResolvesServerCert>,
+) -> Result<TlsAcceptor, String> {
+    let mut cfg = tls_builder()?.with_cert_resolver(resolver);
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(cfg)))
+}
+
+fn tls_builder()
+-> Result<rustls::ConfigBuilder<rustls::ServerConfig, rustls::server::WantsServerCert>, String> {
+    Ok(rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
     .with_safe_default_protocol_versions()
     .map_err(|e| e.to_string())?
-    .with_no_client_auth()
-    .with_single_cert(certs, key_der)
-    .map_err(|e| format!("{} and {}: {e}", cert.display(), key.display()))?;
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Some(TlsAcceptor::from(Arc::new(cfg))))
+    .with_no_client_auth())
 }
 
 /// Resolves once `rx` turns true (or its sender is gone).
@@ -1089,6 +1107,31 @@ mod tests {
     fn error_pages_carry_the_status_and_message() {
         let r = error_page(401, "Could not authenticate <using> provided credentials");
         assert_eq!(r.status(), 401);
+        assert_eq!(r.headers()[header::CONTENT_TYPE], "text/html;charset=utf-8");
+    }
+
+    async fn body_of(r: Reply) -> String {
+        let b = http_body_util::BodyExt::collect(r.into_body())
+            .await
+            .unwrap();
+        String::from_utf8(b.to_bytes().to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn failures_are_salts_json_with_details_only_in_debug() {
+        let r = refuse(ApiError::internal("the job cache is gone"), false);
+        assert_eq!(r.status(), 500);
+        assert_eq!(r.headers()[header::CONTENT_TYPE], "application/json");
+        assert_eq!(
+            body_of(r).await,
+            r#"{"status": 500, "return": "An unexpected error occurred"}"#
+        );
+        let r = refuse(ApiError::internal("the job cache is gone"), true);
+        assert_eq!(
+            body_of(r).await,
+            r#"{"status": 500, "return": "the job cache is gone"}"#
+        );
+        let r = refuse(ApiError::unauthorized(NO_PERMISSION), false);
         assert_eq!(r.headers()[header::CONTENT_TYPE], "text/html;charset=utf-8");
     }
 }

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use saltq_tests::{Master, Minion, eventually};
 
 mod batchkeys;
+mod tls;
 use serde_json::{Value, json};
 
 /// The users of the tests, as Salt's recording had them.
