@@ -85,3 +85,28 @@ fn salt_api_serves_the_masters_certificate_and_its_renewals() {
         || (served(&master, &ca_pem) == second).then_some(()),
     );
 }
+
+/// `ssl_crt`/`ssl_key` name the certificate salt-api serves instead of the master's.
+#[test]
+fn salt_api_serves_ssl_crt_when_given() {
+    let mut made = None;
+    let master = Master::start_with(|dir| {
+        let other = Ca::create("api CA", &dir.join("api-ca.crt"), &dir.join("api-ca.key"))
+            .expect("create CA");
+        let tls = dir.join("api-tls");
+        let leaf = write_server_pair(&other, &tls);
+        made = Some((other.cert_pem().to_owned(), leaf));
+        format!(
+            "rest_cherrypy: {{port: 0, host: 127.0.0.1, ssl_crt: {}, ssl_key: {}}}\n",
+            tls.join("tls.crt").display(),
+            tls.join("tls.key").display()
+        )
+    });
+    let (ca_pem, leaf) = made.expect("setup ran");
+    assert_eq!(served(&master, &ca_pem), leaf);
+    let masters_own = std::fs::read_to_string(master.pki_dir().join("master.crt")).unwrap();
+    assert_ne!(
+        pki::certs_from_pem(masters_own.as_bytes(), &master.pki_dir()).unwrap()[0],
+        leaf
+    );
+}
