@@ -387,3 +387,60 @@ fn post_keys_makes_a_minion_that_is_accepted_at_once() {
         "{listed}"
     );
 }
+
+/// pepper's `--batch` (its `local_batch` client) against saltq, as in the pepper test of the
+/// parent module: from `SALTQ_TEST_PEPPER`, required under CI.
+#[test]
+fn pepper_batches_through_local_batch() {
+    let pepper = match std::env::var("SALTQ_TEST_PEPPER") {
+        Ok(p) if !p.is_empty() => p,
+        _ => {
+            assert!(
+                std::env::var("SALTQ_CI").is_err(),
+                "SALTQ_TEST_PEPPER is not set under CI: .ci/run must make the pepper venv"
+            );
+            eprintln!(
+                "skipped: SALTQ_TEST_PEPPER is not set (path to pepper; .ci/run makes a venv with salt-pepper)"
+            );
+            return;
+        }
+    };
+    let master = Master::start_with(config);
+    let _m1 = master.minion("m1", "");
+    let _m2 = master.minion("m2", "");
+    master.wait_for("m1");
+    master.wait_for("m2");
+    let home = master.dir.0.join("pepper-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let o = std::process::Command::new(&pepper)
+        .env("HOME", &home)
+        .env("SSL_CERT_FILE", master.pki_dir().join("ca.crt"))
+        .env_remove("PEPPERRC")
+        .args([
+            "--saltapi-url",
+            &format!("https://{}", super::api_addr(&master)),
+            "--eauth",
+            "file",
+            "--username",
+            "alice",
+            "--password",
+            "secret",
+            "--non-interactive",
+            "--batch",
+            "1",
+            "m*",
+            "test.echo",
+            "batched",
+        ])
+        .output()
+        .expect("run pepper");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{o:?}");
+    let v: Value = serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("pepper's output is not JSON ({e}): {out}"));
+    assert_eq!(
+        entries(&v),
+        [r#"{"m1":"batched"}"#, r#"{"m2":"batched"}"#],
+        "{out}"
+    );
+}
