@@ -246,7 +246,7 @@ impl NetapiBackend {
                 .run_runner(request(
                     &who,
                     pb::RunRunnerRequest {
-                        fun: low.fun,
+                        fun: low.fun.clone(),
                         arg,
                         kwarg,
                     },
@@ -254,10 +254,26 @@ impl NetapiBackend {
                 .await
                 .map_err(api_error)?
                 .into_inner();
-            Ok(r.r#return
+            let ret = r
+                .r#return
                 .as_ref()
                 .map(value::from_prost)
-                .unwrap_or(Value::Null))
+                .unwrap_or(Value::Null);
+            if !low.full_return {
+                return Ok(ret);
+            }
+            // Salt's `cmd_sync(full_return=True)`: the runner's whole `ret` event.
+            let mut fun_args = low.arg.clone();
+            if !low.kwarg.is_empty() {
+                fun_args.push(Value::Object(low.kwarg.clone()));
+            }
+            let tag = format!("salt/run/{}/ret", r.jid);
+            Ok(
+                json!({"data": {"fun": format!("runner.{}", low.fun), "fun_args": fun_args,
+                               "jid": r.jid, "return": ret, "success": r.success,
+                               "user": who.user, "_stamp": crate::events::stamp()},
+                      "tag": tag}),
+            )
         } else {
             let r = api
                 .run_runner_async(request(

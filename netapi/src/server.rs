@@ -614,7 +614,11 @@ async fn get_keys(
     headers: HeaderMap,
 ) -> Reply {
     let result = async {
-        let who = api.session(&headers)?;
+        // rest_cherrypy's Keys has no session check of its own: the wheel call finds no
+        // credentials, and Salt answers with that.
+        let who = api
+            .session(&headers)
+            .map_err(|_| ApiError::unauthorized("No authentication credentials given"))?;
         let l = match mid {
             None => low(Client::Wheel, "key.list_all", "", Map::new()),
             Some(Path(m)) => {

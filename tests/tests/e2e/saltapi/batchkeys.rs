@@ -2,7 +2,8 @@
 //! real minions, compared with Salt 3007.8's answers to the same requests
 //! (`data/saltapi/batchkeys.json`, recorded by `gen.py batchkeys`): batch returns one entry
 //! per minion, and the key tarball is all a new minion needs to be accepted at its first
-//! connection, extracted with tar as Salt's kickstart example does.
+//! connection, extracted with tar as Salt's kickstart example does. The same recording holds
+//! the cases of the audit of issue 17: a runner's `full_return`, refusals without a token.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -443,4 +444,59 @@ fn pepper_batches_through_local_batch() {
         [r#"{"m1":"batched"}"#, r#"{"m2":"batched"}"#],
         "{out}"
     );
+}
+
+/// Cases the audit of issue 17 recorded beside these: a runner's `full_return` (Salt's whole
+/// `ret` event, `{data, tag}`), and every endpoint's refusal without a token.
+#[test]
+fn runner_full_return_and_refusals_without_a_token_are_salts() {
+    let master = Master::start_with(config);
+    let _m1 = master.minion("m1", "");
+    master.wait_for("m1");
+    let api = Api::new(&master, true);
+    let alice = api.login("alice", "secret");
+    let cases = recording();
+    for name in ["runner_full_return", "runner_full_return_arg"] {
+        let case = &cases[name];
+        let r = send(&api, case, (&alice, ""));
+        let want = &case["response"]["body"];
+        let (s, o) = (shape(want, 8), shape(&r.json(), 8));
+        assert!(
+            same_shape(&s, &o),
+            "{name}: not Salt's shape\n salt: {s}\nsaltq: {o}\n body: {}",
+            r.body
+        );
+        let data = &r.json()["return"][0]["data"];
+        assert_eq!(data["user"], "alice", "{r:?}");
+        assert_eq!(
+            r.json()["return"][0]["tag"],
+            json!(format!("salt/run/{}/ret", data["jid"].as_str().unwrap()))
+        );
+        if name == "runner_full_return_arg" {
+            let salt = &want["return"][0]["data"];
+            for k in ["fun", "fun_args", "return", "success"] {
+                assert_eq!(data[k], salt[k], "{name}: {k}: {r:?}");
+            }
+        }
+    }
+    let mut compared = 0;
+    for (name, case) in cases.as_object().unwrap() {
+        if !name.starts_with("no_token") {
+            continue;
+        }
+        compared += 1;
+        let r = send(&api, case, (&alice, ""));
+        let want = &case["response"];
+        let salt = Resp {
+            status: 0,
+            headers: vec![],
+            body: want["body"].as_str().unwrap().to_owned(),
+        };
+        assert_eq!(
+            (r.status as u64, r.message()),
+            (want["status"].as_u64().unwrap(), salt.message()),
+            "{name}: {r:?}"
+        );
+    }
+    assert_eq!(compared, 9, "every recorded refusal was replayed");
 }

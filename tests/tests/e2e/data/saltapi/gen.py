@@ -474,6 +474,17 @@ def batchkeys():
                                                       "fun": "key.gen_accept",
                                                       "id_": "k7"}], hdr)
         case("keys_after", "GET", "/keys", headers=hdr)
+        # The audit of issue 17: a runner's full_return, and each endpoint without a token.
+        case("runner_full_return", "POST", "/", [{"client": "runner", "fun": "manage.status",
+                                                  "full_return": True}], hdr)
+        case("runner_full_return_arg", "POST", "/", [{"client": "runner", "fun": "test.arg",
+                                                      "arg": ["a"], "kwarg": {"k": 1},
+                                                      "full_return": True}], hdr)
+        for path in ("/keys", "/keys/m1", "/minions", "/minions/m1", "/jobs", "/stats",
+                     "/events"):
+            case("no_token_get" + path.replace("/", "_"), "GET", path)
+        case("no_token_post_minions", "POST", "/minions", [{"tgt": "*", "fun": "test.ping"}])
+        case("no_token_logout", "POST", "/logout")
         with open(os.path.join(HERE, "batchkeys.json"), "w") as f:
             json.dump(cases, f, indent=1, sort_keys=True)
             f.write("\n")
