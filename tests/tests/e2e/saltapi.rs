@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use saltq_tests::{Master, Minion, eventually};
 
 mod batchkeys;
+mod config;
 mod tls;
 use serde_json::{Value, json};
 
