@@ -867,11 +867,19 @@ fn pepper_works_against_saltq() {
         json!(["m1"]),
         "{out}"
     );
+    // pepper asks runners for full_return too: Salt answers the runner's ret event.
     let (code, out, err) = run("alice", "secret", &["--client", "runner", "manage.status"]);
     assert_eq!(code, 0, "{out}{err}");
+    let ret = &json_of(&out)["return"][0];
     assert_eq!(
-        json_of(&out)["return"][0],
+        ret["data"]["return"],
         json!({"down": [], "up": ["m1"]}),
+        "{out}"
+    );
+    assert!(
+        ret["tag"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("salt/run/") && t.ends_with("/ret")),
         "{out}"
     );
     let (code, out, err) = run("alice", "secret", &["--client", "wheel", "key.list_all"]);
