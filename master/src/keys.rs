@@ -648,6 +648,31 @@ mod tests {
     }
 
     #[test]
+    fn keys_made_on_the_master_are_accepted_once_unless_forced() {
+        let dir = tmp("genaccept");
+        let ks = store(&dir, MANUAL);
+        let (k1, k2) = (key("new1"), key("new1"));
+        assert!(ks.put_accepted("new1", &k1, false).unwrap());
+        assert!(ks.is_admitted("new1", &k1));
+        assert!(
+            !ks.put_accepted("new1", &k2, false).unwrap(),
+            "an accepted id keeps its key"
+        );
+        assert!(ks.is_admitted("new1", &k1) && !ks.is_admitted("new1", &k2));
+        assert!(ks.put_accepted("new1", &k2, true).unwrap());
+        assert!(ks.is_admitted("new1", &k2) && !ks.is_admitted("new1", &k1));
+        assert_eq!(
+            std::fs::read_to_string(dir.join("minions/new1")).unwrap(),
+            k2
+        );
+        assert!(matches!(
+            ks.put_accepted("../x", &k1, false),
+            Err(KeyError::InvalidId(_))
+        ));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
     fn is_admitted_only_for_the_accepted_key_and_empty_files_are_ignored() {
         let d = tmp("admitted");
         let auto = KeyPolicy {
