@@ -1,37 +1,23 @@
 //! Batch mode (`-b N` or `-b N%`): find the minions that answer, then run the job over a sliding
-//! window of that many at a time, as salt's batch does. Progress goes to a terminal only.
+//! window of that many at a time, each sub-batch one job, as salt's batch does. The decisions
+//! (the size, which minions start when, `--batch-wait`, `--failhard`) are
+//! `saltq_semantics::batch`'s, shared with salt-api's `local_batch`; this file moves the bytes.
+//! Progress goes to a terminal only.
 
-use std::collections::VecDeque;
+use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::time::Duration;
 
 use saltq_proto::v1::{self as pb, job_service_client::JobServiceClient, run_response::Kind};
+use saltq_semantics::batch::{BatchSize, Step, Walk};
 use saltq_transport::{Channel, value};
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::exit;
 use crate::job::{JobArgs, no_return_message, status_exit};
 use crate::output::Printer;
-
-/// Parses `N` or `N%` into a window size for `total` minions (at least 1).
-pub fn window(spec: &str, total: usize) -> Result<usize, String> {
-    let bad = || {
-        format!("invalid batch size {spec:?}: expected a number like 10 or a percentage like 25%")
-    };
-    if let Some(p) = spec.strip_suffix('%') {
-        let pct: f64 = p.trim().parse().map_err(|_| bad())?;
-        if !(pct > 0.0 && pct <= 100.0) {
-            return Err(bad());
-        }
-        return Ok(((total as f64 * pct / 100.0) as usize).max(1));
-    }
-    let n: usize = spec.trim().parse().map_err(|_| bad())?;
-    if n == 0 {
-        return Err(bad());
-    }
-    Ok(n)
-}
 
 /// One minion's outcome.
 struct Outcome {
@@ -43,60 +29,97 @@ struct Outcome {
     out: String,
 }
 
-async fn run_one(ch: Channel, mut req: pb::PublishRequest, id: String, a: (f64, f64)) -> Outcome {
-    req.tgt = id.clone();
+impl Outcome {
+    fn none(id: String, why: String) -> Outcome {
+        Outcome {
+            id,
+            ret: Value::String(why),
+            retcode: 1,
+            no_return: true,
+            out: String::new(),
+        }
+    }
+}
+
+/// Runs one sub-batch as one job on `ids`; sends an outcome for each of them.
+async fn run_sub(
+    ch: Channel,
+    mut req: pb::PublishRequest,
+    ids: Vec<String>,
+    a: (f64, f64),
+    tx: mpsc::UnboundedSender<Outcome>,
+) {
+    req.tgt = ids.join(",");
     req.tgt_type = "list".into();
+    let mut left: BTreeSet<String> = ids.into_iter().collect();
     let mut client = JobServiceClient::new(ch);
     let run = pb::RunRequest {
         publish: Some(req),
         timeout: a.0,
         gather_job_timeout: a.1,
     };
-    let mut outcome = Outcome {
-        id: id.clone(),
-        ret: Value::Null,
-        retcode: 1,
-        no_return: true,
-        out: String::new(),
-    };
-    let Ok(stream) = client.run(run).await else {
-        return outcome;
-    };
-    let mut stream = stream.into_inner();
     let mut jid = String::new();
-    while let Ok(Some(m)) = stream.message().await {
-        match m.kind {
-            Some(Kind::Published(p)) => jid = p.jid,
-            Some(Kind::MinionReturn(r)) => {
-                outcome.ret = r
-                    .r#return
-                    .as_ref()
-                    .map(value::from_prost)
-                    .unwrap_or(Value::Null);
-                outcome.retcode = if r.retcode != 0 {
-                    r.retcode
-                } else if outcome.ret == Value::Bool(false) {
-                    1
-                } else {
-                    0
-                };
-                outcome.no_return = false;
-                outcome.out = r.out;
+    match client.run(run).await {
+        Err(s) => {
+            for id in std::mem::take(&mut left) {
+                let _ = tx.send(Outcome::none(id, s.message().to_owned()));
             }
-            Some(Kind::NoReturn(n)) => {
-                let reason = pb::NoReturnReason::try_from(n.reason)
-                    .unwrap_or(pb::NoReturnReason::NoResponse);
-                outcome.ret = Value::String(no_return_message(reason, &jid));
+        }
+        Ok(stream) => {
+            let mut stream = stream.into_inner();
+            while let Ok(Some(m)) = stream.message().await {
+                match m.kind {
+                    Some(Kind::Published(p)) => jid = p.jid,
+                    Some(Kind::MinionReturn(r)) if left.remove(&r.id) => {
+                        let ret = r
+                            .r#return
+                            .as_ref()
+                            .map(value::from_prost)
+                            .unwrap_or(Value::Null);
+                        let retcode = if r.retcode != 0 {
+                            r.retcode
+                        } else if ret == Value::Bool(false) {
+                            1
+                        } else {
+                            0
+                        };
+                        let _ = tx.send(Outcome {
+                            id: r.id,
+                            ret,
+                            retcode,
+                            no_return: false,
+                            out: r.out,
+                        });
+                    }
+                    Some(Kind::NoReturn(n)) if left.remove(&n.id) => {
+                        let reason = pb::NoReturnReason::try_from(n.reason)
+                            .unwrap_or(pb::NoReturnReason::NoResponse);
+                        let _ = tx.send(Outcome::none(n.id, no_return_message(reason, &jid)));
+                    }
+                    _ => {}
+                }
             }
-            _ => {}
         }
     }
-    outcome
+    for id in left {
+        let why = no_return_message(pb::NoReturnReason::NoResponse, &jid);
+        let _ = tx.send(Outcome::none(id, why));
+    }
 }
 
 /// Runs the job in batches; returns the exit code.
 pub async fn run(ch: Channel, req: pb::PublishRequest, a: &JobArgs, printer: &mut Printer) -> i32 {
     let spec = a.batch.clone().unwrap_or_default();
+    let size = match BatchSize::parse(&spec) {
+        Ok(s) => s,
+        Err(e) => return exit::usage(&e.to_string()),
+    };
+    if !(a.batch_wait.is_finite() && a.batch_wait >= 0.0) {
+        return exit::usage(&format!(
+            "invalid --batch-wait {}: expected a number of seconds, 0 or more",
+            a.batch_wait
+        ));
+    }
     // Which minions answer at all (salt's batch pings first).
     let ping = pb::PublishRequest {
         fun: vec!["test.ping".into()],
@@ -126,28 +149,21 @@ pub async fn run(ch: Channel, req: pb::PublishRequest, a: &JobArgs, printer: &mu
         eprintln!("ERROR: No return received");
         return exit::NO_RETURN;
     }
-    let size = match window(&spec, up.len()) {
-        Ok(n) => n,
-        Err(e) => return exit::usage(&e),
-    };
-    let progress = std::io::stderr().is_terminal();
     let total = up.len();
-    let mut queue: VecDeque<String> = up.into();
-    let mut running: JoinSet<Outcome> = JoinSet::new();
+    let window = size.window(total);
+    let mut walk = Walk::new(
+        up,
+        window,
+        Duration::from_secs_f64(a.batch_wait),
+        a.failhard,
+    );
+    let progress = std::io::stderr().is_terminal();
+    let begun = tokio::time::Instant::now();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut running = JoinSet::new();
     let (mut done, mut failed, mut worst) = (0usize, 0usize, 0i32);
-    let mut stop = false;
     loop {
-        let mut started = Vec::new();
-        while !stop && running.len() < size {
-            let Some(id) = queue.pop_front() else { break };
-            started.push(id.clone());
-            running.spawn(run_one(
-                ch.clone(),
-                req.clone(),
-                id,
-                (a.timeout, a.gather_job_timeout),
-            ));
-        }
+        let started = walk.next(begun.elapsed());
         if !started.is_empty() {
             let list = started
                 .iter()
@@ -155,18 +171,30 @@ pub async fn run(ch: Channel, req: pb::PublishRequest, a: &JobArgs, printer: &mu
                 .collect::<Vec<_>>()
                 .join(", ");
             printer.write(&format!("\nExecuting run on [{list}]\n\n"));
+            running.spawn(run_sub(
+                ch.clone(),
+                req.clone(),
+                started,
+                (a.timeout, a.gather_job_timeout),
+                tx.clone(),
+            ));
         }
-        let Some(res) = running.join_next().await else {
+        if walk.done() {
             break;
+        }
+        let o = match walk.wake_at() {
+            Some(at) => tokio::select! {
+                o = rx.recv() => o,
+                _ = tokio::time::sleep_until(begun + at) => continue,
+            },
+            None => rx.recv().await,
         };
-        let Ok(o) = res else { continue };
+        // Every sub-batch sends an outcome for each of its minions, and `tx` is held here.
+        let Some(o) = o else { break };
         done += 1;
         if o.retcode != 0 {
             failed += 1;
             worst = worst.max(o.retcode);
-            if a.failhard {
-                stop = true;
-            }
         }
         if o.no_return {
             if !a.hide_timeout {
@@ -177,37 +205,22 @@ pub async fn run(ch: Channel, req: pb::PublishRequest, a: &JobArgs, printer: &mu
         }
         if progress {
             eprint!(
-                "\r[batch {size}] done {done}/{total}, failed {failed}, remaining {}   ",
+                "\r[batch {window}] done {done}/{total}, failed {failed}, remaining {}   ",
                 total - done
             );
             if done == total {
                 eprintln!();
             }
         }
-        if a.batch_wait > 0.0 && !queue.is_empty() {
-            tokio::time::sleep(Duration::from_secs_f64(a.batch_wait)).await;
+        if walk.finished(&o.id, o.retcode != 0, begun.elapsed()) == Step::Stop {
+            break;
         }
     }
-    if stop && !queue.is_empty() {
+    if walk.stopped() {
         eprintln!(
             "ERROR: --failhard: stopped after a minion failed; {} minions were not run",
-            queue.len()
+            walk.not_started()
         );
     }
     worst.min(255)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::window;
-
-    #[test]
-    fn window_sizes() {
-        assert_eq!(window("10", 3), Ok(10));
-        assert_eq!(window("50%", 4), Ok(2));
-        assert_eq!(window("10%", 3), Ok(1));
-        assert!(window("0", 3).is_err());
-        assert!(window("x%", 3).is_err());
-        assert!(window("150%", 3).is_err());
-    }
 }

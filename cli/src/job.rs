@@ -114,7 +114,7 @@ pub struct JobArgs {
     /// Run over a sliding window of N minions, or N% of them.
     #[arg(short = 'b', long = "batch-size", visible_alias = "batch")]
     pub batch: Option<String>,
-    /// Seconds to wait between batches.
+    /// Seconds a finished minion's slot stays empty before the next minion starts.
     #[arg(long = "batch-wait", default_value_t = 0.0)]
     pub batch_wait: f64,
     /// Stop the batch at the first minion that fails.

@@ -486,6 +486,20 @@ impl KeyStore {
         Ok(moved)
     }
 
+    /// Records `pem` as `id`'s accepted key (Salt's `key.gen_accept`): false, and nothing
+    /// written, when `id` already has an accepted key and not `force`.
+    pub fn put_accepted(&self, id: &str, pem: &str, force: bool) -> Result<bool, KeyError> {
+        if !valid_id(id) {
+            return Err(KeyError::InvalidId(id.to_owned()));
+        }
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        if !force && keys.contains_key(&(KeyState::Accepted, id.to_owned())) {
+            return Ok(false);
+        }
+        self.put(&mut keys, KeyState::Accepted, id, pem)?;
+        Ok(true)
+    }
+
     /// Deletes keys whose id matches `glob`, in every state; returns what went.
     pub fn delete(&self, glob: &str) -> Result<Vec<(KeyState, String)>, KeyError> {
         let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
@@ -631,6 +645,31 @@ mod tests {
             Admission::Accepted
         );
         let _ = std::fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn keys_made_on_the_master_are_accepted_once_unless_forced() {
+        let dir = tmp("genaccept");
+        let ks = store(&dir, MANUAL);
+        let (k1, k2) = (key("new1"), key("new1"));
+        assert!(ks.put_accepted("new1", &k1, false).unwrap());
+        assert!(ks.is_admitted("new1", &k1));
+        assert!(
+            !ks.put_accepted("new1", &k2, false).unwrap(),
+            "an accepted id keeps its key"
+        );
+        assert!(ks.is_admitted("new1", &k1) && !ks.is_admitted("new1", &k2));
+        assert!(ks.put_accepted("new1", &k2, true).unwrap());
+        assert!(ks.is_admitted("new1", &k2) && !ks.is_admitted("new1", &k1));
+        assert_eq!(
+            std::fs::read_to_string(dir.join("minions/new1")).unwrap(),
+            k2
+        );
+        assert!(matches!(
+            ks.put_accepted("../x", &k1, false),
+            Err(KeyError::InvalidId(_))
+        ));
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

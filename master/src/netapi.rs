@@ -4,8 +4,10 @@
 //! in one place whichever door a request came through. Wheel calls go through the same
 //! [`Acl::wheel`](crate::acl::Acl::wheel) check as the KeyService, then [`crate::wheel`].
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
@@ -15,9 +17,11 @@ use saltq_proto::v1::{
     self as pb, job_service_server::JobService, run_response::Kind,
     runner_service_server::RunnerService,
 };
+use saltq_semantics::batch::{Step, Walk};
 use saltq_transport::value;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
+use tokio::task::JoinSet;
 use tonic::{Code, Request, Status};
 
 use crate::acl::Caller;
@@ -147,6 +151,80 @@ impl NetapiBackend {
         Ok(Value::Object(out))
     }
 
+    /// Salt's `cmd_batch`: ping the target as the caller, then run the job over a sliding
+    /// window of the minions that answered (`saltq_semantics::batch` decides), one job per
+    /// sub-batch; the answer is `[{id: ret}, ...]` in the order the returns came.
+    async fn local_batch(&self, who: Identity, low: Low) -> Result<Value, ApiError> {
+        let b = low
+            .batch
+            .clone()
+            .ok_or_else(|| ApiError::internal("a local_batch chunk without its batch settings"))?;
+        let timeout = low.timeout.unwrap_or(0.0);
+        let gather = b.gather_job_timeout.unwrap_or(0.0);
+        let mut ping = publish_request(&low);
+        ping.fun = vec!["test.ping".into()];
+        ping.arg = vec![];
+        ping.kwarg = None;
+        ping.ret = String::new();
+        let api = JobApi::new(self.master.clone());
+        let req = pb::RunRequest {
+            publish: Some(ping),
+            timeout,
+            gather_job_timeout: gather,
+        };
+        let mut stream = match api.run(request(&who, req)).await {
+            Ok(r) => r.into_inner(),
+            Err(s) if no_minions(&s) => return Ok(json!([])),
+            Err(s) => return Err(api_error(s)),
+        };
+        let mut up = Vec::new();
+        while let Some(item) = stream.next().await {
+            match item.map_err(api_error)?.kind {
+                Some(Kind::MinionReturn(r)) => up.push(r.id),
+                Some(Kind::Finished(_)) => break,
+                _ => {}
+            }
+        }
+        up.sort();
+        let window = b.size.window(up.len());
+        let mut walk = Walk::new(up, window, Duration::from_secs_f64(b.wait), b.failhard);
+        let begun = tokio::time::Instant::now();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut running = JoinSet::new();
+        let mut out = Vec::new();
+        loop {
+            let started = walk.next(begun.elapsed());
+            if !started.is_empty() {
+                running.spawn(sub_batch(
+                    self.master.clone(),
+                    who.clone(),
+                    low.clone(),
+                    started,
+                    gather,
+                    tx.clone(),
+                ));
+            }
+            if walk.done() {
+                break;
+            }
+            let got = match walk.wake_at() {
+                Some(at) => tokio::select! {
+                    got = rx.recv() => got,
+                    _ = tokio::time::sleep_until(begun + at) => continue,
+                },
+                None => rx.recv().await,
+            };
+            // Each sub-batch answers for every one of its minions, and `tx` is held here.
+            let Some(got) = got else { break };
+            let (id, ret, retcode) = got?;
+            out.push(json!({ id.clone(): ret }));
+            if walk.finished(&id, retcode > 0, begun.elapsed()) == Step::Stop {
+                break;
+            }
+        }
+        Ok(Value::Array(out))
+    }
+
     async fn local_async(&self, who: Identity, low: Low) -> Result<Value, ApiError> {
         let api = JobApi::new(self.master.clone());
         match api.publish(request(&who, publish_request(&low))).await {
@@ -168,7 +246,7 @@ impl NetapiBackend {
                 .run_runner(request(
                     &who,
                     pb::RunRunnerRequest {
-                        fun: low.fun,
+                        fun: low.fun.clone(),
                         arg,
                         kwarg,
                     },
@@ -176,10 +254,26 @@ impl NetapiBackend {
                 .await
                 .map_err(api_error)?
                 .into_inner();
-            Ok(r.r#return
+            let ret = r
+                .r#return
                 .as_ref()
                 .map(value::from_prost)
-                .unwrap_or(Value::Null))
+                .unwrap_or(Value::Null);
+            if !low.full_return {
+                return Ok(ret);
+            }
+            // Salt's `cmd_sync(full_return=True)`: the runner's whole `ret` event.
+            let mut fun_args = low.arg.clone();
+            if !low.kwarg.is_empty() {
+                fun_args.push(Value::Object(low.kwarg.clone()));
+            }
+            let tag = format!("salt/run/{}/ret", r.jid);
+            Ok(
+                json!({"data": {"fun": format!("runner.{}", low.fun), "fun_args": fun_args,
+                               "jid": r.jid, "return": ret, "success": r.success,
+                               "user": who.user, "_stamp": crate::events::stamp()},
+                      "tag": tag}),
+            )
         } else {
             let r = api
                 .run_runner_async(request(
@@ -239,6 +333,60 @@ impl NetapiBackend {
     }
 }
 
+/// One minion's answer in a batch: `(id, ret, retcode)`, or the refusal of the sub-batch.
+type BatchReturn = Result<(String, Value, i32), ApiError>;
+
+/// Runs one sub-batch of a `local_batch` chunk as one job on `ids`, as `who`, and sends an
+/// answer for each of them: a minion that did not return answers `{}`, as in Salt's batch.
+async fn sub_batch(
+    master: Arc<Master>,
+    who: Identity,
+    low: Low,
+    ids: Vec<String>,
+    gather_job_timeout: f64,
+    tx: mpsc::UnboundedSender<BatchReturn>,
+) {
+    let mut publish = publish_request(&low);
+    publish.tgt = ids.join(",");
+    publish.tgt_type = "list".into();
+    let mut left: BTreeSet<String> = ids.into_iter().collect();
+    let req = pb::RunRequest {
+        publish: Some(publish),
+        timeout: low.timeout.unwrap_or(0.0),
+        gather_job_timeout,
+    };
+    let mut stream = match JobApi::new(master).run(request(&who, req)).await {
+        Ok(r) => r.into_inner(),
+        Err(s) => {
+            let _ = tx.send(Err(api_error(s)));
+            return;
+        }
+    };
+    while let Some(item) = stream.next().await {
+        match item {
+            Err(s) => {
+                let _ = tx.send(Err(api_error(s)));
+                return;
+            }
+            Ok(m) => match m.kind {
+                Some(Kind::MinionReturn(r)) if left.remove(&r.id) => {
+                    let ret = r
+                        .r#return
+                        .as_ref()
+                        .map(value::from_prost)
+                        .unwrap_or(Value::Null);
+                    let _ = tx.send(Ok((r.id, ret, r.retcode)));
+                }
+                Some(Kind::Finished(_)) => break,
+                _ => {}
+            },
+        }
+    }
+    for id in left {
+        let _ = tx.send(Ok((id, json!({}), 0)));
+    }
+}
+
 /// Copies the bus into one `/events` reader's queue until the reader is gone. A full queue
 /// (a slow reader) loses the event, counted in `dropped`: the bus and every other reader go on.
 async fn forward(
@@ -281,6 +429,7 @@ impl Backend for NetapiBackend {
             match low.client {
                 Client::Local => this.local(who, low).await,
                 Client::LocalAsync => this.local_async(who, low).await,
+                Client::LocalBatch => this.local_batch(who, low).await,
                 Client::Runner => this.runner(who, low, true).await,
                 Client::RunnerAsync => this.runner(who, low, false).await,
                 Client::Wheel => this.wheel(who, low, true).await,

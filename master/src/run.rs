@@ -257,7 +257,15 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
     // salt-api: its port and certificate are checked here, before the master serves anything.
     let netapi = match &cfg.netapi {
         Some(n) => {
-            let tls = saltq_netapi::server::tls_acceptor(&n.tls).map_err(|e| StartError {
+            let tls = match &n.tls {
+                // The master's own certificate, as loaded and reloaded for its listeners.
+                saltq_netapi::config::Tls::Master { .. } => Some(
+                    saltq_netapi::server::tls_acceptor_resolving(Arc::new(live.server.clone())),
+                )
+                .transpose(),
+                other => saltq_netapi::server::tls_acceptor(other),
+            }
+            .map_err(|e| StartError {
                 code: usage,
                 error: anyhow::anyhow!("{}: key rest_cherrypy: {e}", cfg.file.display()),
             })?;
@@ -313,9 +321,9 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         Some(c) => c.delivery(),
         None => Arc::new(crate::delivery::Subscriptions::default()),
     };
-    let master = Arc::new(Master::new(
-        cfg, keys, cache, last_jid, bus, delivery, cluster,
-    ));
+    let mut master = Master::new(cfg, keys, cache, last_jid, bus, delivery, cluster);
+    master.certs = Some(live.clone());
+    let master = Arc::new(master);
     crate::cluster::sync(master.clone())
         .await
         .map_err(|e| StartError {

@@ -51,6 +51,9 @@ pub struct Master {
     jids: Box<dyn JidSource>,
     /// The cluster's connections, when this master is a replica (`cluster_id`).
     pub cluster: Option<crate::cluster::Cluster>,
+    /// The TLS material in use: the CA that issues the certificates of keys made here
+    /// (`key.gen_accept`) and the chain whose root a new minion pins. Set once at start.
+    pub certs: Option<Arc<crate::certs::Live>>,
 }
 
 /// A published job: the reply, its returns as they are stored, and who was actually sent it.
@@ -117,6 +120,7 @@ impl Master {
             jids: crate::jids::source_for(&cache, last_jid.as_ref()),
             cache,
             cluster,
+            certs: None,
         }
     }
 

@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use saltq_transport::pki;
+
+use crate::certs;
 use crate::keys::KeyState;
 use crate::state::Master;
 
@@ -19,6 +22,7 @@ pub const FUNCTIONS: &[&str] = &[
     "key.reject",
     "key.delete",
     "key.finger",
+    "key.gen_accept",
     "config.values",
 ];
 
@@ -56,6 +60,79 @@ fn config_values(master: &Master) -> Value {
         "netapi_enable_clients": c.netapi.as_ref().map(|n| n.enable_clients.clone()).unwrap_or_default(),
         "token_expire": c.netapi.as_ref().map(|n| n.token_expire.as_secs_f64()),
     })
+}
+
+/// A key pair made on the master for a minion (`key.gen_accept`): what that minion's
+/// `pki_dir` needs so it is accepted at its first connection.
+#[derive(Debug, Clone)]
+pub struct MadeKey {
+    /// The public key, as kept in `pki_dir/minions/<id>` (Salt's `pub`).
+    pub public: String,
+    /// The private key, the minion's `minion.key` (Salt's `priv`).
+    pub private: String,
+    /// The certificate the master's CA issued for it, the minion's `minion.crt`.
+    pub cert: String,
+    /// The root of the master's server chain, the minion's pinned `master_ca.crt` (empty
+    /// when the master serves no CA in its chain: the minion then trusts on first use).
+    pub master_ca: String,
+}
+
+impl MadeKey {
+    /// Salt's `{pub, priv}` with saltq's `cert` and `master_ca` beside them.
+    fn to_value(&self) -> Value {
+        json!({"pub": self.public, "priv": self.private, "cert": self.cert,
+               "master_ca": self.master_ca})
+    }
+}
+
+/// Makes `id` a key pair and a certificate from the master's CA, valid for
+/// `minion_cert_days`, and accepts the key; `None` when `id` already has an accepted key and
+/// not `force` (Salt answers `{}` then). Salt's `keysize` does not apply: saltq's keys are
+/// ECDSA P-256, as every minion makes its own.
+pub fn gen_accept(master: &Master, id: &str, force: bool) -> Result<Option<MadeKey>, String> {
+    let live = master
+        .certs
+        .as_ref()
+        .ok_or_else(|| "the master's certificates are not loaded yet".to_owned())?;
+    if !force && master.keys.accepted().iter().any(|a| a == id) {
+        return Ok(None);
+    }
+    // A fresh key pair; its throwaway self-signed certificate only carries the public key.
+    let (own, private) = pki::self_signed_minion(id, None).map_err(|e| e.to_string())?;
+    let own = pki::certs_from_pem(own.as_bytes(), std::path::Path::new("the new key"))
+        .map_err(|e| e.to_string())?;
+    let public = pki::public_key_pem(&own[0]).map_err(|e| e.to_string())?;
+    let public_key_der =
+        pki::spki_from_pem(&public).ok_or_else(|| "cannot read the new public key".to_owned())?;
+    let validity = certs::issued_validity(certs::unix_now(), master.cfg.minion_cert_lifetime);
+    let cert = live
+        .authority()
+        .certify(&pki::CertifyRequest {
+            common_name: id.to_owned(),
+            role: pki::CertRole::Minion,
+            public_key_der,
+            validity,
+        })
+        .map_err(|e| format!("cannot issue minion {id} a certificate: {e}"))?;
+    let chain = live.server.chain();
+    let master_ca = match chain.as_slice() {
+        [_, .., root] => pki::cert_to_pem(root),
+        _ => String::new(),
+    };
+    if !master
+        .keys
+        .put_accepted(id, &public, force)
+        .map_err(|e| e.to_string())?
+    {
+        return Ok(None);
+    }
+    tracing::info!(minion = %id, "made and accepted a key for minion {id} (key.gen_accept)");
+    Ok(Some(MadeKey {
+        public,
+        private,
+        cert,
+        master_ca,
+    }))
 }
 
 /// Keys by Salt's directory name (`minions`, `minions_pre`, ...), each list sorted.
@@ -150,6 +227,18 @@ pub fn call(
             Ok(json!(out))
         }
         "config.values" => Ok(config_values(master)),
+        "key.gen_accept" => {
+            let id = kwargs
+                .get("id_")
+                .or_else(|| args.first())
+                .and_then(Value::as_str)
+                .ok_or_else(|| "missing 1 required positional argument: 'id_'".to_owned())?;
+            let made = gen_accept(master, id, flag(kwargs, "force"))?;
+            if made.is_some() {
+                announce("accept", &[(KeyState::Accepted, id.to_owned())]);
+            }
+            Ok(made.map(|m| m.to_value()).unwrap_or_else(|| json!({})))
+        }
         "key.accept" => {
             let m = match_arg(args, kwargs)?;
             let mut from = vec![KeyState::Pending];

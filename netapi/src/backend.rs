@@ -73,6 +73,8 @@ pub enum Client {
     Local,
     /// Publish and answer the jid.
     LocalAsync,
+    /// Publish over a sliding window of minions; one answer per minion.
+    LocalBatch,
     /// Run a runner and answer its return.
     Runner,
     /// Start a runner and answer its jid and tag.
@@ -104,6 +106,21 @@ pub struct Low {
     pub timeout: Option<f64>,
     /// Returner for the job (local).
     pub ret: String,
+    /// `local_batch`'s `batch`, `batch_wait`, `failhard` and `gather_job_timeout`.
+    pub batch: Option<Batch>,
+}
+
+/// How a `local_batch` chunk walks its minions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batch {
+    /// The window (`batch`, default `10%` as Salt's `cmd_batch`).
+    pub size: saltq_semantics::batch::BatchSize,
+    /// Seconds a finished minion holds its slot (`batch_wait`).
+    pub wait: f64,
+    /// Stop at the first minion with a non-zero retcode (`failhard`).
+    pub failhard: bool,
+    /// Seconds to wait for a `find_job` answer (`gather_job_timeout`).
+    pub gather_job_timeout: Option<f64>,
 }
 
 /// One event of the bus.
@@ -117,7 +134,8 @@ pub struct Event {
 
 /// The master, as salt-api sees it.
 pub trait Backend: Send + Sync + 'static {
-    /// Runs `low` for `who`: the answer is the chunk's entry in `{"return": [...]}`.
+    /// Runs `low` for `who`: the answer is the chunk's entry in `{"return": [...]}`; for
+    /// `local_batch`, a list of entries (one `{id: ret}` per minion), spliced into it.
     fn run(&self, who: Identity, low: Low) -> BoxFuture<'static, Result<Value, ApiError>>;
 
     /// Fires an event on the master's bus.

@@ -31,7 +31,8 @@ pub struct RawRestConfig {
     pub webhook_url: Option<String>,
     /// Webhooks without a token.
     pub webhook_disable_auth: Option<bool>,
-    /// Answers carry `Expires`/`Cache-Control` that forbid caching (default true).
+    /// Accepted and without effect, as in Salt 3007.8: it was CherryPy's timeout monitor,
+    /// which CherryPy 12 and later (Salt's) no longer have.
     pub expire_responses: Option<bool>,
     /// Serve `/stats` with request counters (default false).
     pub collect_stats: Option<bool>,
@@ -59,8 +60,16 @@ pub struct RawConfig {
 pub enum Tls {
     /// Plain HTTP (`disable_ssl: true`).
     Off,
-    /// This certificate chain and key.
+    /// This certificate chain and key (`ssl_crt`, `ssl_key`).
     Files {
+        /// PEM chain.
+        cert: PathBuf,
+        /// PEM key.
+        key: PathBuf,
+    },
+    /// The master's own certificate (no `ssl_crt`): the master serves the one it has loaded,
+    /// renewals included; these are its files, for anything else that reads them.
+    Master {
         /// PEM chain.
         cert: PathBuf,
         /// PEM key.
@@ -83,8 +92,6 @@ pub struct Config {
     pub webhook_url: String,
     /// Webhooks need no token.
     pub webhook_disable_auth: bool,
-    /// Forbid caching of answers.
-    pub expire_responses: bool,
     /// Serve `/stats`.
     pub collect_stats: bool,
     /// `/stats` needs no token.
@@ -178,7 +185,7 @@ impl Config {
                     cert: cert.clone(),
                     key: key.clone(),
                 },
-                (None, None) => Tls::Files {
+                (None, None) => Tls::Master {
                     cert: master_tls.0,
                     key: master_tls.1,
                 },
@@ -205,7 +212,6 @@ impl Config {
                 "/hook",
             )?,
             webhook_disable_auth: rest.webhook_disable_auth.unwrap_or(false),
-            expire_responses: rest.expire_responses.unwrap_or(true),
             collect_stats: rest.collect_stats.unwrap_or(false),
             stats_disable_auth: rest.stats_disable_auth.unwrap_or(false),
             enable_clients,
@@ -255,7 +261,7 @@ mod tests {
         assert_eq!(c.addr, "0.0.0.0:8000".parse().unwrap());
         assert_eq!(
             c.tls,
-            Tls::Files {
+            Tls::Master {
                 cert: "/pki/master.crt".into(),
                 key: "/pki/master.key".into()
             }

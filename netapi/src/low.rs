@@ -3,7 +3,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::backend::{ApiError, Client, Low};
+use saltq_semantics::batch::BatchSize;
+
+use crate::backend::{ApiError, Batch, Client, Low};
 
 /// The keys of a chunk that are not keyword arguments of a runner or wheel function.
 const RESERVED: &[&str] = &[
@@ -20,6 +22,11 @@ const RESERVED: &[&str] = &[
     "tgt",
     "tgt_type",
     "ret",
+    "batch",
+    "batch_wait",
+    "failhard",
+    "gather_job_timeout",
+    "raw",
 ];
 
 /// The body's data by its content type; an empty body is `None`.
@@ -150,6 +157,7 @@ pub fn to_low(chunk: &Map<String, Value>, enabled: &[String]) -> Result<Low, Api
     let client = match name {
         "local" => Client::Local,
         "local_async" => Client::LocalAsync,
+        "local_batch" => Client::LocalBatch,
         "runner" => Client::Runner,
         "runner_async" => Client::RunnerAsync,
         "wheel" => Client::Wheel,
@@ -163,7 +171,10 @@ pub fn to_low(chunk: &Map<String, Value>, enabled: &[String]) -> Result<Low, Api
     let fun = string(chunk.get("fun"))
         .filter(|f| !f.is_empty())
         .ok_or_else(|| ApiError::bad_request(format!("Missing 'fun' in the {name} lowstate")))?;
-    let local = matches!(client, Client::Local | Client::LocalAsync);
+    let local = matches!(
+        client,
+        Client::Local | Client::LocalAsync | Client::LocalBatch
+    );
     let tgt = string(chunk.get("tgt")).unwrap_or_default();
     if local && tgt.is_empty() {
         return Err(ApiError::bad_request(format!(
@@ -192,17 +203,10 @@ pub fn to_low(chunk: &Map<String, Value>, enabled: &[String]) -> Result<Low, Api
             }
         }
     }
-    let timeout = match chunk.get("timeout") {
-        None | Some(Value::Null) => None,
-        Some(Value::Number(n)) => n.as_f64(),
-        Some(Value::String(s)) => Some(s.parse().map_err(|_| {
-            ApiError::bad_request(format!("timeout {s:?} is not a number of seconds"))
-        })?),
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "timeout {other} is not a number of seconds"
-            )));
-        }
+    let timeout = seconds(chunk, "timeout")?;
+    let batch = match client {
+        Client::LocalBatch => Some(batch(chunk)?),
+        _ => None,
     };
     Ok(Low {
         client,
@@ -216,6 +220,52 @@ pub fn to_low(chunk: &Map<String, Value>, enabled: &[String]) -> Result<Low, Api
             .is_some_and(|v| matches!(v, Value::Bool(true)) || v.as_str() == Some("true")),
         timeout,
         ret: string(chunk.get("ret")).unwrap_or_default(),
+        batch,
+    })
+}
+
+/// A number of seconds under `key`, as a number or a numeric string.
+fn seconds(chunk: &Map<String, Value>, key: &str) -> Result<Option<f64>, ApiError> {
+    let bad = |v: &dyn std::fmt::Display| {
+        ApiError::bad_request(format!("{key} {v} is not a number of seconds"))
+    };
+    let n = match chunk.get(key) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n.as_f64().ok_or_else(|| bad(n))?,
+        Some(Value::String(s)) => s.trim().parse().map_err(|_| bad(&format!("{s:?}")))?,
+        Some(other) => return Err(bad(other)),
+    };
+    if !(n.is_finite() && n >= 0.0) {
+        return Err(bad(&n));
+    }
+    Ok(Some(n))
+}
+
+/// `local_batch`'s keys, as Salt's `cmd_batch` reads them: `batch` (default `10%`),
+/// `batch_wait` (whole seconds: Salt takes `int()` of it), `failhard`, `gather_job_timeout`.
+fn batch(chunk: &Map<String, Value>) -> Result<Batch, ApiError> {
+    let spec = match chunk.get("batch") {
+        None | Some(Value::Null) => "10%".to_owned(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(other) => other.to_string(),
+    };
+    let size = BatchSize::parse(&spec).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let truthy = |k: &str| {
+        chunk
+            .get(k)
+            .is_some_and(|v| matches!(v, Value::Bool(true)) || v.as_str() == Some("true"))
+    };
+    if truthy("raw") {
+        return Err(ApiError::bad_request(
+            "raw is not served by saltq's local_batch: it answers each minion's return",
+        ));
+    }
+    Ok(Batch {
+        size,
+        wait: seconds(chunk, "batch_wait")?.unwrap_or(0.0).trunc(),
+        failhard: truthy("failhard"),
+        gather_job_timeout: seconds(chunk, "gather_job_timeout")?,
     })
 }
 
@@ -296,5 +346,64 @@ mod tests {
         .unwrap();
         assert_eq!(r.kwarg, chunk(json!({"x": 1, "jid": "1"})));
         assert!(to_low(&chunk(json!({"client": "local", "fun": "x"})), &enabled).is_err());
+    }
+
+    #[test]
+    fn local_batch_reads_salts_keys() {
+        let enabled = vec!["local_batch".to_owned()];
+        let chunk = |v: Value| v.as_object().unwrap().clone();
+        let l = to_low(
+            &chunk(json!({"client": "local_batch", "tgt": "*", "fun": "test.ping"})),
+            &enabled,
+        )
+        .unwrap();
+        assert_eq!(l.client, Client::LocalBatch);
+        let b = l.batch.unwrap();
+        assert_eq!(
+            (b.size, b.wait, b.failhard),
+            (BatchSize::Percent(10.0), 0.0, false)
+        );
+        let l = to_low(
+            &chunk(
+                json!({"client": "local_batch", "tgt": "*", "fun": "test.ping",
+                          "batch": 2, "batch_wait": "1.7", "failhard": true}),
+            ),
+            &enabled,
+        )
+        .unwrap();
+        let b = l.batch.unwrap();
+        assert_eq!(
+            (b.size, b.wait, b.failhard),
+            (BatchSize::Count(2), 1.0, true)
+        );
+        assert!(
+            l.kwarg.is_empty(),
+            "batch keys are not the function's: {:?}",
+            l.kwarg
+        );
+        let e = to_low(
+            &chunk(
+                json!({"client": "local_batch", "tgt": "*", "fun": "test.ping",
+                          "batch": "lots"}),
+            ),
+            &enabled,
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.status, e.message.as_str()),
+            (
+                400,
+                "Invalid batch data sent: lots\nData must be in the form of %10, 10% or 3"
+            )
+        );
+        let e = to_low(
+            &chunk(
+                json!({"client": "local_batch", "tgt": "*", "fun": "test.ping",
+                          "batch_wait": -1}),
+            ),
+            &enabled,
+        )
+        .unwrap_err();
+        assert!(e.message.contains("batch_wait -1"), "{e}");
     }
 }

@@ -152,8 +152,23 @@ pub fn error_page(status: u16, message: &str) -> Reply {
     r
 }
 
-fn refuse(e: ApiError) -> Reply {
-    error_page(e.status, &e.message)
+/// A refusal as CherryPy's error page; a failure (500) as salt-api's JSON for an unexpected
+/// error, its details only with `debug` (Salt shows the traceback then) and always in the log.
+fn refuse(e: ApiError, debug: bool) -> Reply {
+    if e.status != 500 {
+        return error_page(e.status, &e.message);
+    }
+    tracing::warn!("salt-api request failed: {}", e.message);
+    let message = if debug {
+        e.message.as_str()
+    } else {
+        "An unexpected error occurred"
+    };
+    data(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &json!({"status": 500, "return": message}),
+        &HeaderMap::new(),
+    )
 }
 
 const NO_PERMISSION: &str = "No permission -- see authorization schemes";
@@ -244,6 +259,37 @@ impl Api {
             })
     }
 
+    /// Who a chunk that carries its own credentials is (`/run`, `POST /keys`): a `token`, or
+    /// `username`/`password`/`eauth` checked now (rate limited per address).
+    async fn chunk_identity(
+        &self,
+        ip: std::net::IpAddr,
+        c: &Map<String, Value>,
+    ) -> Result<Identity, ApiError> {
+        if let Some(t) = c.get("token").and_then(Value::as_str) {
+            let t = self
+                .tokens
+                .get(t, now())
+                .ok_or_else(|| ApiError::unauthorized("Authentication error occurred."))?;
+            Ok(self.identity(&t, "token"))
+        } else if c.contains_key("eauth") {
+            let t = self.login(ip, c).await.map_err(|e| {
+                if e.status == 401 {
+                    ApiError::unauthorized("Authentication error occurred.")
+                } else {
+                    e
+                }
+            })?;
+            // A token made for one request's credentials is for that request only.
+            self.tokens.remove(&t.token);
+            Ok(self.identity(&t, "eauth"))
+        } else {
+            Err(ApiError::unauthorized(
+                "No authentication credentials given",
+            ))
+        }
+    }
+
     async fn run_chunk(
         &self,
         who: Identity,
@@ -254,10 +300,28 @@ impl Api {
         self.backend.run(who, low).await
     }
 
+    /// Runs `low` and adds its answer to `out`: one entry, or one per minion for
+    /// `local_batch` (Salt's `exec_lowstate` yields each item of a client's iterator).
+    async fn run_into(
+        &self,
+        who: Identity,
+        low: Low,
+        out: &mut Vec<Value>,
+    ) -> Result<(), ApiError> {
+        let batch = low.client == Client::LocalBatch;
+        self.stats.lowstate_chunks.fetch_add(1, Ordering::Relaxed);
+        match self.backend.run(who, low).await? {
+            Value::Array(items) if batch => out.extend(items),
+            v => out.push(v),
+        }
+        Ok(())
+    }
+
     async fn run_one(&self, who: Identity, low: Low) -> Result<Value, ApiError> {
         let name = match low.client {
             Client::Local => "local",
             Client::LocalAsync => "local_async",
+            Client::LocalBatch => "local_batch",
             Client::Runner => "runner",
             Client::RunnerAsync => "runner_async",
             Client::Wheel => "wheel",
@@ -295,14 +359,15 @@ async fn post_root(State(api): State<Shared>, headers: HeaderMap, body: Bytes) -
         let chunks = lowstate(body_data(&headers, &body)?)?;
         let mut out = Vec::new();
         for c in &chunks {
-            out.push(api.run_chunk(who.clone(), c).await?);
+            let low = to_low(c, &api.cfg.enable_clients)?;
+            api.run_into(who.clone(), low, &mut out).await?;
         }
         Ok::<_, ApiError>(json!({ "return": out }))
     }
     .await;
     match result {
         Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
 }
 
@@ -317,37 +382,15 @@ async fn post_run(
         let mut out = Vec::new();
         for c in &chunks {
             let low = to_low(c, &api.cfg.enable_clients)?;
-            let who = if let Some(t) = c.get("token").and_then(Value::as_str) {
-                let t = api
-                    .tokens
-                    .get(t, now())
-                    .ok_or_else(|| ApiError::unauthorized("Authentication error occurred."))?;
-                api.identity(&t, "token")
-            } else if c.contains_key("eauth") {
-                let t = api.login(peer.ip(), c).await.map_err(|e| {
-                    if e.status == 401 {
-                        ApiError::unauthorized("Authentication error occurred.")
-                    } else {
-                        e
-                    }
-                })?;
-                // A /run call's token is for this call only.
-                api.tokens.remove(&t.token);
-                api.identity(&t, "eauth")
-            } else {
-                return Err(ApiError::unauthorized(
-                    "No authentication credentials given",
-                ));
-            };
-            api.stats.lowstate_chunks.fetch_add(1, Ordering::Relaxed);
-            out.push(api.backend.run(who, low).await?);
+            let who = api.chunk_identity(peer.ip(), c).await?;
+            api.run_into(who, low, &mut out).await?;
         }
         Ok::<_, ApiError>(json!({ "return": out }))
     }
     .await;
     match result {
         Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
 }
 
@@ -395,7 +438,7 @@ async fn post_login(
             }
             r
         }
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
 }
 
@@ -446,13 +489,13 @@ async fn post_token(
     .await;
     match result {
         Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
 }
 
 async fn post_logout(State(api): State<Shared>, headers: HeaderMap) -> Reply {
     if api.session(&headers).is_err() {
-        return refuse(ApiError::unauthorized(NO_PERMISSION));
+        return refuse(ApiError::unauthorized(NO_PERMISSION), api.cfg.debug);
     }
     if let Some(t) = request_token(&headers) {
         api.tokens.remove(&t);
@@ -480,6 +523,7 @@ fn low(client: Client, fun: &str, tgt: &str, kwarg: Map<String, Value>) -> Low {
         full_return: false,
         timeout: None,
         ret: String::new(),
+        batch: None,
     }
 }
 
@@ -499,7 +543,7 @@ async fn get_minions(
     .await;
     match result {
         Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
 }
 
@@ -522,7 +566,7 @@ async fn post_minions(State(api): State<Shared>, headers: HeaderMap, body: Bytes
     .await;
     match result {
         Ok(v) => data(StatusCode::ACCEPTED, &v, &headers),
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
 }
 
@@ -560,7 +604,7 @@ async fn get_jobs(
     .await;
     match result {
         Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
 }
 
@@ -570,7 +614,11 @@ async fn get_keys(
     headers: HeaderMap,
 ) -> Reply {
     let result = async {
-        let who = api.session(&headers)?;
+        // rest_cherrypy's Keys has no session check of its own: the wheel call finds no
+        // credentials, and Salt answers with that.
+        let who = api
+            .session(&headers)
+            .map_err(|_| ApiError::unauthorized("No authentication credentials given"))?;
         let l = match mid {
             None => low(Client::Wheel, "key.list_all", "", Map::new()),
             Some(Path(m)) => {
@@ -590,8 +638,106 @@ async fn get_keys(
     .await;
     match result {
         Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
+}
+
+/// `POST /keys` (rest_cherrypy's `Keys.POST`): `key.gen_accept` through the wheel client
+/// for `mid`, with the credentials in the body as Salt requires, answered as a tarball of
+/// the files a saltq minion reads from its `pki_dir`.
+async fn post_keys(
+    State(api): State<Shared>,
+    Extension(Remote(peer)): Extension<Remote>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Reply {
+    let result = async {
+        let mut chunks = lowstate(body_data(&headers, &body)?)?;
+        if chunks.is_empty() {
+            return Err(ApiError::bad_request("Lowstates must be a list"));
+        }
+        let mut c = chunks.swap_remove(0);
+        c.insert("client".into(), json!("wheel"));
+        c.insert("fun".into(), json!("key.gen_accept"));
+        if let Some(mid) = c.remove("mid") {
+            c.insert("id_".into(), mid);
+        }
+        let mid = match c.get("id_") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(a)) if a.len() == 1 && a[0].is_string() => {
+                let s = a[0].as_str().unwrap_or_default().to_owned();
+                c.insert("id_".into(), json!(s));
+                s
+            }
+            _ => {
+                return Err(ApiError::bad_request(
+                    "Missing 'mid': the minion id to make keys for",
+                ));
+            }
+        };
+        let low = to_low(&c, &api.cfg.enable_clients)?;
+        let who = api.chunk_identity(peer.ip(), &c).await?;
+        let mut out = Vec::new();
+        api.run_into(who, low, &mut out).await?;
+        let data = out
+            .pop()
+            .and_then(|v| v.get("data").cloned())
+            .unwrap_or_default();
+        let ret = data.get("return").cloned().unwrap_or_default();
+        if data.get("success") == Some(&Value::Bool(false)) {
+            return Err(ApiError::bad_request(
+                ret.as_str().unwrap_or("key.gen_accept failed").to_owned(),
+            ));
+        }
+        let tar = keys_tarball(&ret).map_err(|e| {
+            ApiError::internal(format!("cannot write the key tarball for {mid}: {e}"))
+        })?;
+        Ok::<_, ApiError>((mid, tar))
+    }
+    .await;
+    match result {
+        Ok((mid, tar)) => {
+            let mut r = Response::new(Body::from(tar));
+            let h = r.headers_mut();
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/x-tar"),
+            );
+            let disposition = format!("attachment; filename=\"saltkeys-{mid}.tar\"");
+            if let Ok(v) = HeaderValue::from_str(&disposition) {
+                h.insert(header::CONTENT_DISPOSITION, v);
+            }
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            r
+        }
+        Err(e) => refuse(e, api.cfg.debug),
+    }
+}
+
+/// The files of `key.gen_accept`'s return, as a saltq minion names them in its `pki_dir`:
+/// `minion.key` (the private key, mode 0600), `minion.crt` (the certificate the master's CA
+/// issued), and `master_ca.crt` (the CA to pin) when the master has one to give. An empty
+/// return (the id already had an accepted key) gives empty files, as Salt's does.
+pub fn keys_tarball(ret: &Value) -> std::io::Result<Vec<u8>> {
+    let field = |k: &str| ret.get(k).and_then(Value::as_str).unwrap_or_default();
+    let mut files = vec![
+        ("minion.key", field("priv"), 0o600),
+        ("minion.crt", field("cert"), 0o644),
+    ];
+    if !field("master_ca").is_empty() {
+        files.push(("master_ca.crt", field("master_ca"), 0o644));
+    }
+    let mtime = now() as u64;
+    let mut b = tar::Builder::new(Vec::new());
+    for (name, text, mode) in files {
+        let mut h = tar::Header::new_ustar();
+        h.set_size(text.len() as u64);
+        h.set_mode(mode);
+        h.set_mtime(mtime);
+        h.set_entry_type(tar::EntryType::Regular);
+        b.append_data(&mut h, name, text.as_bytes())?;
+    }
+    b.into_inner()
 }
 
 async fn post_hook(
@@ -632,7 +778,7 @@ async fn post_hook(
     .await;
     match result {
         Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e),
+        Err(e) => refuse(e, api.cfg.debug),
     }
 }
 
@@ -669,7 +815,7 @@ async fn get_events(
     });
     let token = from_query.or_else(|| request_token(&headers));
     if token.and_then(|t| api.tokens.get(&t, now())).is_none() {
-        return refuse(ApiError::unauthorized(NO_PERMISSION));
+        return refuse(ApiError::unauthorized(NO_PERMISSION), api.cfg.debug);
     }
     api.stats.event_streams.fetch_add(1, Ordering::Relaxed);
     let rx = api.backend.events();
@@ -691,7 +837,7 @@ async fn get_stats(State(api): State<Shared>, headers: HeaderMap) -> Reply {
     if !api.cfg.stats_disable_auth
         && let Err(e) = api.session(&headers)
     {
-        return refuse(e);
+        return refuse(e, api.cfg.debug);
     }
     let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let s = &api.stats;
@@ -719,7 +865,6 @@ async fn not_found(uri: http::Uri) -> Reply {
 /// The routes, under `root_prefix`.
 fn router(api: Shared) -> Router {
     let hook = api.cfg.webhook_url.clone();
-    let expire = api.cfg.expire_responses;
     let counted = api.clone();
     let routes = Router::new()
         .route("/", get(index).post(post_root))
@@ -731,7 +876,7 @@ fn router(api: Shared) -> Router {
         .route("/minions/{mid}", get(get_minions))
         .route("/jobs", get(get_jobs))
         .route("/jobs/{jid}", get(get_jobs))
-        .route("/keys", get(get_keys))
+        .route("/keys", get(get_keys).post(post_keys))
         .route("/keys/{mid}", get(get_keys))
         .route(&hook, post(post_hook))
         .route(&format!("{hook}/{{*tag}}"), post(post_hook))
@@ -749,18 +894,7 @@ fn router(api: Shared) -> Router {
     app.layer(axum::middleware::from_fn(
         move |req: http::Request<Body>, next: axum::middleware::Next| {
             counted.stats.requests.fetch_add(1, Ordering::Relaxed);
-            async move {
-                let mut r = next.run(req).await;
-                if expire && !r.headers().contains_key(header::CACHE_CONTROL) {
-                    r.headers_mut().insert(
-                        header::CACHE_CONTROL,
-                        HeaderValue::from_static("no-cache, no-store, must-revalidate"),
-                    );
-                    r.headers_mut()
-                        .insert(header::EXPIRES, HeaderValue::from_static("0"));
-                }
-                r
-            }
+            next.run(req)
         },
     ))
 }
@@ -768,7 +902,7 @@ fn router(api: Shared) -> Router {
 /// The TLS acceptor for `tls`, or `None` for plain HTTP; a certificate or key that does not
 /// load is an error naming the file.
 pub fn tls_acceptor(tls: &Tls) -> Result<Option<TlsAcceptor>, String> {
-    let Tls::Files { cert, key } = tls else {
+    let (Tls::Files { cert, key } | Tls::Master { cert, key }) = tls else {
         return Ok(None);
     };
     let read = |p: &std::path::Path| {
@@ -783,16 +917,31 @@ pub fn tls_acceptor(tls: &Tls) -> Result<Option<TlsAcceptor>, String> {
     let key_der = rustls_pemfile::private_key(&mut read(key)?.as_slice())
         .map_err(|e| format!("{} is not a PEM private key: {e}", key.display()))?
         .ok_or_else(|| format!("{} holds no private key", key.display()))?;
-    let mut cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
+    let mut cfg = tls_builder()?
+        .with_single_cert(certs, key_der)
+        .map_err(|e| format!("{} and {}: {e}", cert.display(), key.display()))?;
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Some(TlsAcceptor::from(Arc::new(cfg))))
+}
+
+/// A TLS acceptor serving whatever certificate `resolver` holds at each handshake: the
+/// master's own, which it reloads when the files change (`Tls::Master`).
+pub fn tls_acceptor_resolving(
+    resolver: Arc<dyn rustls::server::ResolvesServerCert>,
+) -> Result<TlsAcceptor, String> {
+    let mut cfg = tls_builder()?.with_cert_resolver(resolver);
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(cfg)))
+}
+
+fn tls_builder()
+-> Result<rustls::ConfigBuilder<rustls::ServerConfig, rustls::server::WantsServerCert>, String> {
+    Ok(rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
     .with_safe_default_protocol_versions()
     .map_err(|e| e.to_string())?
-    .with_no_client_auth()
-    .with_single_cert(certs, key_der)
-    .map_err(|e| format!("{} and {}: {e}", cert.display(), key.display()))?;
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Some(TlsAcceptor::from(Arc::new(cfg))))
+    .with_no_client_auth())
 }
 
 /// Resolves once `rx` turns true (or its sender is gone).
@@ -929,9 +1078,64 @@ mod tests {
     }
 
     #[test]
+    fn the_key_tarball_holds_the_minions_files() {
+        let ret = json!({"pub": "P", "priv": "KEY", "cert": "CERT", "master_ca": "CA"});
+        let tar = keys_tarball(&ret).unwrap();
+        let mut a = tar::Archive::new(tar.as_slice());
+        let mut got = vec![];
+        for e in a.entries().unwrap() {
+            let mut e = e.unwrap();
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut e, &mut text).unwrap();
+            let mode = e.header().mode().unwrap();
+            got.push((e.path().unwrap().display().to_string(), text, mode));
+        }
+        assert_eq!(
+            got,
+            [
+                ("minion.key".to_owned(), "KEY".to_owned(), 0o600),
+                ("minion.crt".to_owned(), "CERT".to_owned(), 0o644),
+                ("master_ca.crt".to_owned(), "CA".to_owned(), 0o644),
+            ]
+        );
+        let empty = keys_tarball(&json!({})).unwrap();
+        let names: Vec<String> = tar::Archive::new(empty.as_slice())
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().display().to_string())
+            .collect();
+        assert_eq!(names, ["minion.key", "minion.crt"]);
+    }
+
+    #[test]
     fn error_pages_carry_the_status_and_message() {
         let r = error_page(401, "Could not authenticate <using> provided credentials");
         assert_eq!(r.status(), 401);
+        assert_eq!(r.headers()[header::CONTENT_TYPE], "text/html;charset=utf-8");
+    }
+
+    async fn body_of(r: Reply) -> String {
+        let b = http_body_util::BodyExt::collect(r.into_body())
+            .await
+            .unwrap();
+        String::from_utf8(b.to_bytes().to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn failures_are_salts_json_with_details_only_in_debug() {
+        let r = refuse(ApiError::internal("the job cache is gone"), false);
+        assert_eq!(r.status(), 500);
+        assert_eq!(r.headers()[header::CONTENT_TYPE], "application/json");
+        assert_eq!(
+            body_of(r).await,
+            r#"{"status": 500, "return": "An unexpected error occurred"}"#
+        );
+        let r = refuse(ApiError::internal("the job cache is gone"), true);
+        assert_eq!(
+            body_of(r).await,
+            r#"{"status": 500, "return": "the job cache is gone"}"#
+        );
+        let r = refuse(ApiError::unauthorized(NO_PERMISSION), false);
         assert_eq!(r.headers()[header::CONTENT_TYPE], "text/html;charset=utf-8");
     }
 }

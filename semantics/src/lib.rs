@@ -1,8 +1,9 @@
 //! Salt's rules without I/O, shared by the saltq master, minion and CLI: job
-//! ids, targeting, the typing of CLI arguments, the outputters, and the one
-//! home of the Python behaviour they imitate (`python`).
+//! ids, targeting, the typing of CLI arguments, batch mode, the outputters, and
+//! the one home of the Python behaviour they imitate (`python`).
 
 pub mod args;
+pub mod batch;
 pub mod jid;
 pub mod output;
 pub mod python;

@@ -203,13 +203,22 @@ pub fn public_key_pem(cert: &CertificateDer<'_>) -> Result<String, PkiError> {
 
 /// Wraps DER SubjectPublicKeyInfo in a PEM `PUBLIC KEY` block.
 pub fn spki_to_pem(spki_der: &[u8]) -> String {
-    let b64 = base64_encode(spki_der);
-    let mut out = String::from("-----BEGIN PUBLIC KEY-----\n");
+    pem_block("PUBLIC KEY", spki_der)
+}
+
+/// Wraps a DER certificate in a PEM `CERTIFICATE` block.
+pub fn cert_to_pem(cert: &CertificateDer<'_>) -> String {
+    pem_block("CERTIFICATE", cert.as_ref())
+}
+
+fn pem_block(label: &str, der: &[u8]) -> String {
+    let b64 = base64_encode(der);
+    let mut out = format!("-----BEGIN {label}-----\n");
     for line in b64.as_bytes().chunks(64) {
         out.push_str(std::str::from_utf8(line).unwrap_or_default());
         out.push('\n');
     }
-    out.push_str("-----END PUBLIC KEY-----\n");
+    out.push_str(&format!("-----END {label}-----\n"));
     out
 }
 

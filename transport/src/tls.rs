@@ -446,6 +446,11 @@ impl ServerCert {
     pub fn leaf(&self) -> CertificateDer<'static> {
         self.current.load().cert[0].clone()
     }
+
+    /// The whole chain served now, leaf first: its last certificate is the CA a minion pins.
+    pub fn chain(&self) -> Vec<CertificateDer<'static>> {
+        self.current.load().cert.clone()
+    }
 }
 
 impl ResolvesServerCert for ServerCert {

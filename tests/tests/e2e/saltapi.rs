@@ -15,6 +15,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use saltq_tests::{Master, Minion, eventually};
+
+mod batchkeys;
+mod config;
+mod tls;
 use serde_json::{Value, json};
 
 /// The users of the tests, as Salt's recording had them.
@@ -56,6 +60,11 @@ impl Resp {
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
+    }
+
+    /// The body's bytes (a tarball's are ASCII, so the text holds them unchanged).
+    fn bytes(&self) -> &[u8] {
+        self.body.as_bytes()
     }
 
     pub(crate) fn json(&self) -> Value {
@@ -858,11 +867,19 @@ fn pepper_works_against_saltq() {
         json!(["m1"]),
         "{out}"
     );
+    // pepper asks runners for full_return too: Salt answers the runner's ret event.
     let (code, out, err) = run("alice", "secret", &["--client", "runner", "manage.status"]);
     assert_eq!(code, 0, "{out}{err}");
+    let ret = &json_of(&out)["return"][0];
     assert_eq!(
-        json_of(&out)["return"][0],
+        ret["data"]["return"],
         json!({"down": [], "up": ["m1"]}),
+        "{out}"
+    );
+    assert!(
+        ret["tag"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("salt/run/") && t.ends_with("/ret")),
         "{out}"
     );
     let (code, out, err) = run("alice", "secret", &["--client", "wheel", "key.list_all"]);

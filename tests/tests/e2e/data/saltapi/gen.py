@@ -1,5 +1,6 @@
 """Records Salt 3007.8's salt-api (rest_cherrypy) answers for the requests the saltq netapi
-tests make, into `cases.json` beside this file.
+tests make, into `cases.json` beside this file; `gen.py batchkeys` records the `local_batch`
+and `POST /keys` cases (two minions, local_batch enabled) into `batchkeys.json`.
 
 Run as root (the master and minion need it) with Salt 3007.8 and CherryPy in a venv
 ($SALT_VENV, default /work/saltvenv), e.g.:
@@ -7,6 +8,8 @@ Run as root (the master and minion need it) with Salt 3007.8 and CherryPy in a v
         packaging psutil requests pycryptodomex cryptography aiohttp markupsafe jmespath
     (salt from PyPI declares no dependencies here, so they are listed)
     SALT_VENV=target/salt-venv target/salt-venv/bin/python tests/tests/e2e/data/saltapi/gen.py
+    SALT_VENV=target/salt-venv target/salt-venv/bin/python tests/tests/e2e/data/saltapi/gen.py batchkeys
+($SALTAPI_REC_DIR, default /tmp/saltq-saltapi-rec, is the scratch directory.)
 
 It starts salt-master (with salt-api's rest_cherrypy on plain HTTP), one salt-minion `m1` and
 salt-api, all on loopback ports in a scratch directory, makes each request and records
@@ -24,6 +27,8 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
+import io
 import time
 import urllib.error
 import urllib.request
@@ -59,6 +64,12 @@ def request(base, method, path, body=None, headers=None, ctype="application/json
     except urllib.error.HTTPError as e:
         status, ct, raw = e.code, e.headers.get("Content-Type", ""), e.read()
         hdrs = dict(e.headers)
+    if ct.startswith("application/x-tar"):
+        # A tarball (POST /keys): its members, and the header that names the file.
+        with tarfile.open(fileobj=io.BytesIO(raw)) as t:
+            members = [{"name": m.name, "size": m.size, "mode": m.mode} for m in t.getmembers()]
+        return {"status": status, "content_type": ct, "body": {"tar": members},
+                "content_disposition": hdrs.get("Content-Disposition", "")}
     text = raw.decode("utf-8", "replace")
     try:
         parsed = json.loads(text)
@@ -351,5 +362,147 @@ def record(only_eauth):
                 os.killpg(p.pid, signal.SIGKILL)
 
 
+def batchkeys():
+    """local_batch over two minions, and POST /keys / key.gen_accept."""
+    shutil.rmtree(DIR, ignore_errors=True)
+    os.makedirs(DIR)
+    api_port, pub, ret = free_port(), free_port(), free_port()
+    with open(DIR + "/users.txt", "w") as f:
+        f.write("alice:secret\nbob:pingonly\n")
+    master = {
+        "root_dir": DIR, "interface": "127.0.0.1", "publish_port": pub, "ret_port": ret,
+        "auto_accept": True, "user": "root", "log_file": DIR + "/master.log",
+        "external_auth": {"file": {"^filename": DIR + "/users.txt",
+                                   "alice": [".*", "@runner", "@wheel", "@jobs"],
+                                   "bob": ["test.ping"]}},
+        "netapi_enable_clients": ["local", "local_async", "local_batch", "runner",
+                                  "runner_async", "wheel", "wheel_async"],
+        "rest_cherrypy": {"port": api_port, "host": "127.0.0.1", "disable_ssl": True},
+    }
+    os.makedirs(DIR + "/conf")
+    with open(DIR + "/conf/master", "w") as f:
+        json.dump(master, f)
+    confs = [DIR + "/conf"]
+    for mid in ("m1", "m2"):
+        root = f"{DIR}/{mid}"
+        os.makedirs(root + "/conf")
+        with open(root + "/conf/minion", "w") as f:
+            json.dump({"root_dir": root, "master": "127.0.0.1", "master_port": ret,
+                       "publish_port": pub, "id": mid, "user": "root",
+                       "log_file": root + "/minion.log"}, f)
+        confs.append(root + "/conf")
+    procs = []
+    try:
+        procs.append(subprocess.Popen([VENV + "salt-master", "-c", confs[0], "-l", "quiet"],
+                                      start_new_session=True))
+        time.sleep(3)
+        for c in confs[1:]:
+            procs.append(subprocess.Popen([VENV + "salt-minion", "-c", c, "-l", "quiet"],
+                                          start_new_session=True))
+        procs.append(subprocess.Popen([VENV + "salt-api", "-c", confs[0], "-l", "quiet"],
+                                      start_new_session=True))
+        base = f"http://127.0.0.1:{api_port}"
+        r = None
+        for _ in range(120):
+            try:
+                r = request(base, "POST", "/login",
+                            {"username": "alice", "password": "secret", "eauth": "file"})
+                if r["status"] == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        token = r["body"]["return"][0]["token"]
+        hdr = {"X-Auth-Token": token}
+        for _ in range(120):
+            r = request(base, "POST", "/", [{"client": "local", "tgt": "*",
+                                             "fun": "test.ping"}], hdr)
+            if r["status"] == 200 and len(r["body"]["return"][0]) == 2:
+                break
+            time.sleep(1)
+        bob = request(base, "POST", "/login",
+                      {"username": "bob", "password": "pingonly", "eauth": "file"})
+        bhdr = {"X-Auth-Token": bob["body"]["return"][0]["token"]}
+        cases = {}
+
+        def case(name, method, path, body=None, headers=None, ctype="application/json"):
+            hs = headers or {}
+            user = "bob" if hs is bhdr else "alice"
+            cases[name] = {"request": {"method": method, "path": path, "body": body,
+                                       "headers": {},
+                                       "token": "X-Auth-Token" in hs, "user": user,
+                                       "content_type": ctype},
+                           "response": request(base, method, path, body, headers, ctype)}
+            return cases[name]["response"]
+
+        def batch(name, extra, headers=hdr):
+            low = {"client": "local_batch", "tgt": "*", "fun": "test.ping"}
+            low.update(extra)
+            return case(name, "POST", "/", [low], headers)
+
+        batch("batch_one", {"batch": "1"})
+        batch("batch_half", {"batch": "50%", "fun": "test.echo", "arg": "hi"})
+        batch("batch_default", {})
+        batch("batch_number", {"batch": 2})
+        batch("batch_bad", {"batch": "lots"})
+        batch("batch_wait", {"batch": "1", "batch_wait": 1})
+        batch("batch_failhard", {"batch": "1", "failhard": True, "fun": "test.retcode",
+                                 "arg": 3})
+        batch("batch_no_match", {"tgt": "nosuch*"})
+        batch("batch_list", {"tgt": "m2,nosuch", "tgt_type": "list", "batch": "1"})
+        batch("batch_full_return", {"batch": "1", "full_return": True})
+        case("batch_form", "POST", "/", "client=local_batch&tgt=*&fun=test.ping&batch=1", hdr,
+             ctype="application/x-www-form-urlencoded")
+        batch("bob_batch_ping", {"batch": "1"}, bhdr)
+        batch("bob_batch_cmd_run", {"batch": "1", "fun": "cmd.run", "arg": "id"}, bhdr)
+        creds = {"username": "alice", "password": "secret", "eauth": "file"}
+        case("keys_post_form", "POST", "/keys",
+             "mid=k1&username=alice&password=secret&eauth=file",
+             ctype="application/x-www-form-urlencoded")
+        case("keys_post_json", "POST", "/keys", dict(creds, mid="k2"))
+        case("keys_post_again", "POST", "/keys", dict(creds, mid="k1"))
+        case("keys_post_header_token", "POST", "/keys", {"mid": "k3"}, hdr)
+        case("keys_post_body_token", "POST", "/keys", {"mid": "k4", "token": token})
+        case("keys_post_wrong_password", "POST", "/keys",
+             {"mid": "k5", "username": "alice", "password": "nope", "eauth": "file"})
+        case("keys_post_bob", "POST", "/keys",
+             {"mid": "k6", "username": "bob", "password": "pingonly", "eauth": "file"})
+        case("keys_post_no_mid", "POST", "/keys", creds)
+        case("wheel_gen_accept", "POST", "/", [{"client": "wheel", "fun": "key.gen_accept",
+                                                "id_": "k7"}], hdr)
+        case("wheel_gen_accept_again", "POST", "/", [{"client": "wheel",
+                                                      "fun": "key.gen_accept",
+                                                      "id_": "k7"}], hdr)
+        case("keys_after", "GET", "/keys", headers=hdr)
+        # The audit of issue 17: a runner's full_return, and each endpoint without a token.
+        case("runner_full_return", "POST", "/", [{"client": "runner", "fun": "manage.status",
+                                                  "full_return": True}], hdr)
+        case("runner_full_return_arg", "POST", "/", [{"client": "runner", "fun": "test.arg",
+                                                      "arg": ["a"], "kwarg": {"k": 1},
+                                                      "full_return": True}], hdr)
+        for path in ("/keys", "/keys/m1", "/minions", "/minions/m1", "/jobs", "/stats",
+                     "/events"):
+            case("no_token_get" + path.replace("/", "_"), "GET", path)
+        case("no_token_post_minions", "POST", "/minions", [{"tgt": "*", "fun": "test.ping"}])
+        case("no_token_logout", "POST", "/logout")
+        with open(os.path.join(HERE, "batchkeys.json"), "w") as f:
+            json.dump(cases, f, indent=1, sort_keys=True)
+            f.write("\n")
+        print(f"recorded {len(cases)} cases")
+    finally:
+        for p in reversed(procs):
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in procs:
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["batchkeys"]:
+        sys.exit(batchkeys())
     sys.exit(main())
