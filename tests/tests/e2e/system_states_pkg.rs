@@ -67,7 +67,8 @@ esac
 
 /// Undoes what a test did to the host: init scripts (links and markers), files, packages,
 /// services a package brought (stopped before it is purged: the host's policy-rc.d keeps the
-/// package's own scripts from stopping them), users.
+/// package's own scripts from stopping them), daemons by their pid file (once a package is
+/// removed its init script no longer stops its daemon), users.
 #[derive(Default)]
 struct HostGuard {
     services: Vec<String>,
@@ -75,6 +76,7 @@ struct HostGuard {
     dirs: Vec<PathBuf>,
     purge: Vec<String>,
     stop: Vec<String>,
+    pidfiles: Vec<PathBuf>,
     users: Vec<String>,
 }
 
@@ -82,6 +84,9 @@ impl Drop for HostGuard {
     fn drop(&mut self) {
         for s in &self.stop {
             let _ = Command::new("service").args([s, "stop"]).output();
+        }
+        for p in &self.pidfiles {
+            stop_by_pidfile(p);
         }
         for s in &self.services {
             let _ = Command::new("update-rc.d")
@@ -105,6 +110,26 @@ impl Drop for HostGuard {
         for u in &self.users {
             let _ = Command::new("userdel").arg(u).output();
         }
+    }
+}
+
+/// SIGTERMs the process the pid file `path` names, if any, and waits (5 s at most) for it to go.
+fn stop_by_pidfile(path: &Path) {
+    let Some(pid) = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|p| p.trim().parse::<u32>().ok())
+    else {
+        return;
+    };
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .output();
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    for _ in 0..50 {
+        if !proc.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
 
@@ -234,10 +259,12 @@ fn by_state(ret: &Value, uid_gid: Option<(u32, u32)>, version: &str) -> Map<Stri
             c.insert("uid".into(), json!("{uid}"));
             c.insert("gid".into(), json!("{gid}"));
         }
-        if let Some(new) = changes.pointer_mut("/memcached/new")
-            && new == version
-        {
-            *new = json!("{version}");
+        for side in ["/memcached/new", "/memcached/old"] {
+            if let Some(v) = changes.pointer_mut(side)
+                && v == version
+            {
+                *v = json!("{version}");
+            }
         }
         ran.push((r["__run_num__"].as_u64().unwrap_or(u64::MAX), key.clone()));
         out.insert(key, Value::Object(keep));
@@ -293,6 +320,13 @@ fn formula_memcached_config_applies_as_salt_call_does() {
         serde_json::from_str(&std::fs::read_to_string(data.join("recorded.json")).unwrap())
             .unwrap();
     let sandbox = PathBuf::from(rec["sandbox"].as_str().unwrap());
+    let pidfile = Path::new("/run/memcached/memcached.pid");
+    let rundir = pidfile.parent().unwrap();
+    assert!(
+        !rundir.exists(),
+        "{} exists: another run left memcached?",
+        rundir.display()
+    );
     let users: Vec<String> = rec["users"]
         .as_array()
         .unwrap()
@@ -318,8 +352,8 @@ fn formula_memcached_config_applies_as_salt_call_does() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../states/tests/data/formulas/memcached");
     let (master, _minion) = master_with(&formula);
     let pillar = format!("pillar={}", rec["pillar"]);
-    let run = |args: &[&str]| {
-        let mut a = vec!["web1", "state.apply", "memcached.config", &pillar];
+    let run_sls = |sls: &str, args: &[&str]| {
+        let mut a = vec!["web1", "state.apply", sls, &pillar];
         a.extend_from_slice(args);
         a.extend(["--out", "json", "-t", "300"]);
         let o = master.saltq(&a);
@@ -329,6 +363,7 @@ fn formula_memcached_config_applies_as_salt_call_does() {
             o.code,
         )
     };
+    let run = |args: &[&str]| run_sls("memcached.config", args);
 
     let (got, code) = run(&["test=True"]);
     assert_eq!(
@@ -344,6 +379,8 @@ fn formula_memcached_config_applies_as_salt_call_does() {
         return;
     }
     guard.stop.push("memcached".into());
+    guard.pidfiles.push(pidfile.to_owned());
+    guard.dirs.push(rundir.to_owned());
     guard.purge.push("memcached".into());
     guard.users.extend(users.iter().cloned());
     let (got, code) = run(&[]);
@@ -360,6 +397,23 @@ fn formula_memcached_config_applies_as_salt_call_does() {
         Value::Object(got),
         rec["again"],
         "the second run differs from salt-call"
+    );
+    assert_eq!(code, 0);
+
+    // The formula's own uninstall: service.dead does nothing here (systemd offline), as in
+    // Salt; pkg.removed removes the package and leaves the daemon, which the guard stops.
+    let (got, code) = run_sls("memcached.uninstall", &["test=True"]);
+    assert_eq!(
+        Value::Object(got),
+        rec["uninstall_test"],
+        "memcached.uninstall with test=True differs from salt-call"
+    );
+    assert_eq!(code, 0);
+    let (got, code) = run_sls("memcached.uninstall", &[]);
+    assert_eq!(
+        Value::Object(got),
+        rec["uninstall"],
+        "memcached.uninstall differs from salt-call"
     );
     assert_eq!(code, 0);
 }

@@ -18,8 +18,9 @@ tests/tests/e2e/data/states/gen.py:
     /work/saltvenv/bin/python tests/tests/e2e/data/formula_memcached/gen.py
 
 `recorded.json` holds the pillar and Salt's answers by state ID for `test=True`, then for real,
-then for a second real run (timings and run numbers left out), with the text of the rendered
-config file. Everything is undone at the end (memcached stopped and purged, the users it and
+then for a second real run, then for the formula's `memcached.uninstall` (`service.dead`,
+`pkg.removed`) with `test=True` and for real (timings and run numbers left out), with the text
+of the rendered config file. Everything is undone at the end (memcached stopped and purged, the users it and
 the formula made removed, the sandbox removed).
 """
 
@@ -29,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "../../../../.."))
@@ -37,6 +39,7 @@ SALT_CALL = os.path.join(os.path.dirname(sys.executable), "salt-call")
 SANDBOX = "/tmp/saltq-formula-memcached"
 USER = "saltq-fmc"
 PKG_USER = "memcache"
+PIDFILE = "/run/memcached/memcached.pid"
 
 PILLAR = {
     "memcached": {
@@ -48,7 +51,7 @@ PILLAR = {
 }
 
 
-def apply(test):
+def apply(test, sls="memcached.config"):
     with tempfile.TemporaryDirectory() as d:
         with open(f"{d}/minion", "w") as f:
             f.write(
@@ -57,7 +60,7 @@ def apply(test):
                 f"log_file: {d}/log\nuser: root\nid: web1\n"
             )
         cmd = [SALT_CALL, "--local", "-c", d, "--out", "json", "state.apply",
-               "memcached.config", "pillar=" + json.dumps(PILLAR)]
+               sls, "pillar=" + json.dumps(PILLAR)]
         if test:
             cmd.append("test=True")
         out = subprocess.run(cmd, capture_output=True, text=True, check=False).stdout
@@ -98,14 +101,30 @@ def installed_version(pkg):
 def placeholders(run, uid, gid, version):
     """What depends on the host and the mirror's day as `{uid}`, `{gid}` and `{version}`: the
     created user's uid and gid, the version of memcached the mirror had."""
-    changes = run["memcached_user user.present"]["changes"]
+    changes = run.get("memcached_user user.present", {}).get("changes")
     if changes:
         assert (changes["uid"], changes["gid"]) == (uid, gid), changes
         changes["uid"], changes["gid"] = "{uid}", "{gid}"
-    changes = run["memcached pkg.installed"]["changes"]
-    if changes:
-        assert changes["memcached"]["new"] == version, changes
-        changes["memcached"]["new"] = "{version}"
+    for key, side in (("memcached pkg.installed", "new"),
+                      ("memcached-uninstall pkg.removed", "old")):
+        changes = run.get(key, {}).get("changes")
+        if changes and changes["memcached"][side] == version:
+            changes["memcached"][side] = "{version}"
+
+
+def stop_by_pidfile(path):
+    """SIGTERM the process `path` names and wait (5 s at most) for it to go."""
+    try:
+        pid = int(open(path).read().strip())
+        os.kill(pid, 15)
+    except (OSError, ValueError):
+        return
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return
+        time.sleep(0.1)
 
 
 def user_exists(name):
@@ -113,6 +132,8 @@ def user_exists(name):
 
 
 def main():
+    if os.path.exists(os.path.dirname(PIDFILE)):
+        sys.exit(f"{os.path.dirname(PIDFILE)} exists already: is memcached installed or running?")
     for who in (USER, PKG_USER):
         if user_exists(who):
             sys.exit(f"user {who} exists already: this records a host without it")
@@ -124,18 +145,26 @@ def main():
         again = apply(False)
         uid, gid = ids(USER)
         version = installed_version("memcached")
-        for run in (test, real, again):
+        # The formula's own uninstall sls, as the last step: service.dead, pkg.removed.
+        gone_test = apply(True, "memcached.uninstall")
+        gone = apply(False, "memcached.uninstall")
+        for run in (test, real, again, gone_test, gone):
             placeholders(run, uid, gid, version)
     finally:
         subprocess.run(["service", "memcached", "stop"], capture_output=True)
+        # After pkg.removed the init script no longer stops the daemon (no binary, exit 0),
+        # and service.dead did nothing: stop it by its pid file.
+        stop_by_pidfile(PIDFILE)
         subprocess.run(["apt-get", "-q", "-y", "purge", "memcached"], capture_output=True,
                        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
         for who in (USER, PKG_USER):
             subprocess.run(["userdel", who], capture_output=True)
         shutil.rmtree(SANDBOX, ignore_errors=True)
+        shutil.rmtree(os.path.dirname(PIDFILE), ignore_errors=True)
     with open(os.path.join(HERE, "recorded.json"), "w") as f:
         json.dump({"pillar": PILLAR, "sandbox": SANDBOX, "users": [USER, PKG_USER],
-                   "test": test, "real": real, "conf": conf, "again": again},
+                   "test": test, "real": real, "conf": conf, "again": again,
+                   "uninstall_test": gone_test, "uninstall": gone},
                   f, indent=1, sort_keys=True)
         f.write("\n")
     print(json.dumps({"test": test, "real": real, "again": again}, indent=1))
