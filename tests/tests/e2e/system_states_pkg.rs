@@ -5,7 +5,8 @@
 //! (`data/formula_ntp/recorded.json`, made by `data/formula_ntp/gen.py`); and the memcached
 //! formula's `memcached.config` (saltstack-formulas, Apache-2.0, in
 //! states/tests/data/formulas/memcached), which adds `user.present` to those three, applied
-//! with Debian's real `memcached` and compared the same way (`data/formula_memcached/`).
+//! with Debian's real `memcached` and compared the same way, then its `memcached.uninstall`
+//! (`data/formula_memcached/`).
 //!
 //! These change the host (an init script, its rc links, an apt sources file, the package
 //! `hello`): they need root on Debian without a running systemd, undo what they did in Drop
