@@ -309,6 +309,89 @@ fn pkg_version(pkg: &str) -> String {
         .unwrap_or_else(|| panic!("no candidate for {pkg} in apt-cache policy"))
 }
 
+/// Where Debian's memcached keeps its pid file, its config and the formula's default log.
+const MEMCACHED_PIDFILE: &str = "/run/memcached/memcached.pid";
+const MEMCACHED_CONF: &str = "/etc/memcached.conf";
+const MEMCACHED_LOG: &str = "/var/log/memcached.log";
+
+/// The memcached formula served by a master with web1 connected, Salt's recording, and the
+/// users the runs may make (the pillar's and Debian's `memcache`).
+struct Memcached {
+    rec: Value,
+    users: Vec<String>,
+    master: Master,
+    _minion: saltq_tests::Minion,
+}
+
+impl Memcached {
+    /// Checks the host has nothing of memcached (a run left nothing behind) and starts the
+    /// master and minion.
+    fn start() -> Self {
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/data/formula_memcached");
+        let rec: Value =
+            serde_json::from_str(&std::fs::read_to_string(data.join("recorded.json")).unwrap())
+                .unwrap();
+        let users: Vec<String> = rec["users"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| u.as_str().unwrap().to_owned())
+            .collect();
+        for u in &users {
+            assert!(ids(u).is_none(), "user {u} exists: another run left it?");
+        }
+        let rundir = Path::new(MEMCACHED_PIDFILE).parent().unwrap();
+        for p in [rundir, Path::new(MEMCACHED_CONF), Path::new(MEMCACHED_LOG)] {
+            assert!(
+                !p.exists(),
+                "{} exists: another run left memcached?",
+                p.display()
+            );
+        }
+        let installed = Command::new("dpkg-query")
+            .args(["-W", "-f", "${Status}", "memcached"])
+            .output()
+            .unwrap();
+        assert!(
+            !String::from_utf8_lossy(&installed.stdout).contains("installed"),
+            "memcached is installed: another run left it?"
+        );
+        let formula =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../states/tests/data/formulas/memcached");
+        let (master, minion) = master_with(&formula);
+        Self {
+            rec,
+            users,
+            master,
+            _minion: minion,
+        }
+    }
+
+    /// Has `guard` undo what a real run does: the daemon, the package, the users, its files.
+    fn guard_real_runs(&self, guard: &mut HostGuard) {
+        let pidfile = PathBuf::from(MEMCACHED_PIDFILE);
+        guard.stop.push("memcached".into());
+        guard.dirs.push(pidfile.parent().unwrap().to_owned());
+        guard.pidfiles.push(pidfile);
+        guard.purge.push("memcached".into());
+        guard.users.extend(self.users.iter().cloned());
+        guard.files.push(MEMCACHED_CONF.into());
+        guard.files.push(MEMCACHED_LOG.into());
+    }
+
+    /// `state.apply sls` on web1 with `pillar` and `args`, keyed as the recording is.
+    fn apply(&self, sls: &str, pillar: &Value, args: &[&str]) -> (Value, i32) {
+        let pillar = format!("pillar={pillar}");
+        let mut a = vec!["web1", "state.apply", sls, &pillar];
+        a.extend_from_slice(args);
+        a.extend(["--out", "json", "-t", "300"]);
+        let o = self.master.saltq(&a);
+        let ret = o.json()["web1"].clone();
+        let got = by_state(&ret, ids(&self.users[0]), &pkg_version("memcached"));
+        (Value::Object(got), o.code)
+    }
+}
+
 #[test]
 fn formula_memcached_config_applies_as_salt_call_does() {
     if let Some(why) = host_unsuitable() {
@@ -316,106 +399,84 @@ fn formula_memcached_config_applies_as_salt_call_does() {
         return;
     }
     let _apt = apt_lock();
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/data/formula_memcached");
-    let rec: Value =
-        serde_json::from_str(&std::fs::read_to_string(data.join("recorded.json")).unwrap())
-            .unwrap();
-    let sandbox = PathBuf::from(rec["sandbox"].as_str().unwrap());
-    let pidfile = Path::new("/run/memcached/memcached.pid");
-    let rundir = pidfile.parent().unwrap();
-    assert!(
-        !rundir.exists(),
-        "{} exists: another run left memcached?",
-        rundir.display()
-    );
-    let users: Vec<String> = rec["users"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|u| u.as_str().unwrap().to_owned())
-        .collect();
-    for u in &users {
-        assert!(ids(u).is_none(), "user {u} exists: another run left it?");
-    }
-    let installed = Command::new("dpkg-query")
-        .args(["-W", "-f", "${Status}", "memcached"])
-        .output()
-        .unwrap();
-    assert!(
-        !String::from_utf8_lossy(&installed.stdout).contains("installed"),
-        "memcached is installed: another run left it?"
-    );
     let mut guard = HostGuard::default();
+    let case = Memcached::start();
+    let rec = &case.rec;
+    let sandbox = PathBuf::from(rec["sandbox"].as_str().unwrap());
     guard.dirs.push(sandbox.clone());
     std::fs::create_dir_all(&sandbox).unwrap();
-
-    let formula =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../states/tests/data/formulas/memcached");
-    let (master, _minion) = master_with(&formula);
-    let pillar = format!("pillar={}", rec["pillar"]);
-    let run_sls = |sls: &str, args: &[&str]| {
-        let mut a = vec!["web1", "state.apply", sls, &pillar];
-        a.extend_from_slice(args);
-        a.extend(["--out", "json", "-t", "300"]);
-        let o = master.saltq(&a);
-        let ret = o.json()["web1"].clone();
-        (
-            by_state(&ret, ids(&users[0]), &pkg_version("memcached")),
-            o.code,
-        )
-    };
-    let run = |args: &[&str]| run_sls("memcached.config", args);
+    let pillar = &rec["pillar"];
+    let run = |args: &[&str]| case.apply("memcached.config", pillar, args);
 
     let (got, code) = run(&["test=True"]);
-    assert_eq!(
-        Value::Object(got),
-        rec["test"],
-        "test=True differs from salt-call"
-    );
+    assert_eq!(got, rec["test"], "test=True differs from salt-call");
     assert_eq!(code, 0);
-    assert!(ids(&users[0]).is_none(), "test=True created the user");
+    assert!(ids(&case.users[0]).is_none(), "test=True created the user");
 
     if std::env::var_os("SALTQ_TEST_PKG").is_none() {
         eprintln!("real run skipped: set SALTQ_TEST_PKG=1 to install memcached from the mirror");
         return;
     }
-    guard.stop.push("memcached".into());
-    guard.pidfiles.push(pidfile.to_owned());
-    guard.dirs.push(rundir.to_owned());
-    guard.purge.push("memcached".into());
-    guard.users.extend(users.iter().cloned());
+    case.guard_real_runs(&mut guard);
     let (got, code) = run(&[]);
-    assert_eq!(
-        Value::Object(got),
-        rec["real"],
-        "the real run differs from salt-call"
-    );
+    assert_eq!(got, rec["real"], "the real run differs from salt-call");
     assert_eq!(code, 0);
     let conf = std::fs::read_to_string(sandbox.join("memcached.conf")).unwrap();
     assert_eq!(conf, rec["conf"].as_str().unwrap());
     let (got, code) = run(&[]);
-    assert_eq!(
-        Value::Object(got),
-        rec["again"],
-        "the second run differs from salt-call"
-    );
+    assert_eq!(got, rec["again"], "the second run differs from salt-call");
     assert_eq!(code, 0);
 
     // The formula's own uninstall: service.dead does nothing here (systemd offline), as in
     // Salt; pkg.removed removes the package and leaves the daemon, which the guard stops.
-    let (got, code) = run_sls("memcached.uninstall", &["test=True"]);
+    let (got, code) = case.apply("memcached.uninstall", pillar, &["test=True"]);
     assert_eq!(
-        Value::Object(got),
-        rec["uninstall_test"],
+        got, rec["uninstall_test"],
         "memcached.uninstall with test=True differs from salt-call"
     );
     assert_eq!(code, 0);
-    let (got, code) = run_sls("memcached.uninstall", &[]);
+    let (got, code) = case.apply("memcached.uninstall", pillar, &[]);
     assert_eq!(
-        Value::Object(got),
-        rec["uninstall"],
+        got, rec["uninstall"],
         "memcached.uninstall differs from salt-call"
     );
+    assert_eq!(code, 0);
+}
+
+/// The formula as it comes, without pillar: Debian's `memcache` user gets the formula's
+/// shell, Debian's /etc/memcached.conf is rewritten and the diff is Salt's.
+#[test]
+fn formula_memcached_defaults_apply_as_salt_call_does() {
+    if let Some(why) = host_unsuitable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _apt = apt_lock();
+    let mut guard = HostGuard::default();
+    let case = Memcached::start();
+    let rec = &case.rec["defaults"];
+    let run = |args: &[&str]| case.apply("memcached.config", &json!({}), args);
+
+    let (got, code) = run(&["test=True"]);
+    assert_eq!(got, rec["test"], "test=True differs from salt-call");
+    assert_eq!(code, 0);
+    assert!(
+        !Path::new(MEMCACHED_CONF).exists(),
+        "test=True wrote {MEMCACHED_CONF}"
+    );
+
+    if std::env::var_os("SALTQ_TEST_PKG").is_none() {
+        eprintln!("real run skipped: set SALTQ_TEST_PKG=1 to install memcached from the mirror");
+        return;
+    }
+    case.guard_real_runs(&mut guard);
+    let (got, code) = run(&[]);
+    assert_eq!(got, rec["real"], "the real run differs from salt-call");
+    assert_eq!(code, 0);
+    let conf = std::fs::read_to_string(MEMCACHED_CONF).unwrap();
+    assert_eq!(conf, rec["conf"].as_str().unwrap());
+    let (got, code) = run(&[]);
+    assert_eq!(got, rec["again"], "the second run differs from salt-call");
     assert_eq!(code, 0);
 }
 

@@ -17,11 +17,16 @@ tests/tests/e2e/data/states/gen.py:
 
     /work/saltvenv/bin/python tests/tests/e2e/data/formula_memcached/gen.py
 
-`recorded.json` holds the pillar and Salt's answers by state ID for `test=True`, then for real,
+`recorded.json` holds the pillar and Salt's answers by state for `test=True`, then for real,
 then for a second real run, then for the formula's `memcached.uninstall` (`service.dead`,
-`pkg.removed`) with `test=True` and for real (timings and run numbers left out), with the text
-of the rendered config file. Everything is undone at the end (memcached stopped and purged, the users it and
-the formula made removed, the sandbox removed).
+`pkg.removed`) with `test=True` and for real (timings and run numbers left out), with the
+text of the rendered config file. Everything is undone at the end (memcached stopped and
+purged, the users it and the formula made removed, the sandbox removed).
+
+Then the formula as it comes, without pillar (`defaults` in `recorded.json`): Debian's
+`memcache` user gets the formula's shell, Debian's /etc/memcached.conf is rewritten (its diff
+is Debian's file against the template: a new Debian release of the file means recording
+again), and all is undone as above.
 """
 
 import json
@@ -40,6 +45,8 @@ SANDBOX = "/tmp/saltq-formula-memcached"
 USER = "saltq-fmc"
 PKG_USER = "memcache"
 PIDFILE = "/run/memcached/memcached.pid"
+DEFAULT_CONF = "/etc/memcached.conf"
+DEFAULT_LOG = "/var/log/memcached.log"
 
 PILLAR = {
     "memcached": {
@@ -51,7 +58,7 @@ PILLAR = {
 }
 
 
-def apply(test, sls="memcached.config"):
+def apply(test, sls="memcached.config", pillar=None):
     with tempfile.TemporaryDirectory() as d:
         with open(f"{d}/minion", "w") as f:
             f.write(
@@ -60,7 +67,7 @@ def apply(test, sls="memcached.config"):
                 f"log_file: {d}/log\nuser: root\nid: web1\n"
             )
         cmd = [SALT_CALL, "--local", "-c", d, "--out", "json", "state.apply",
-               sls, "pillar=" + json.dumps(PILLAR)]
+               sls, "pillar=" + json.dumps(PILLAR if pillar is None else pillar)]
         if test:
             cmd.append("test=True")
         out = subprocess.run(cmd, capture_output=True, text=True, check=False).stdout
@@ -102,7 +109,7 @@ def placeholders(run, uid, gid, version):
     """What depends on the host and the mirror's day as `{uid}`, `{gid}` and `{version}`: the
     created user's uid and gid, the version of memcached the mirror had."""
     changes = run.get("memcached_user user.present", {}).get("changes")
-    if changes:
+    if changes and "uid" in changes:
         assert (changes["uid"], changes["gid"]) == (uid, gid), changes
         changes["uid"], changes["gid"] = "{uid}", "{gid}"
     for key, side in (("memcached pkg.installed", "new"),
@@ -131,9 +138,26 @@ def user_exists(name):
     return subprocess.run(["id", name], capture_output=True).returncode == 0
 
 
+def clean_up():
+    """Undo what the runs did: memcached stopped (after pkg.removed the init script no longer
+    stops the daemon: no binary, exit 0; and service.dead did nothing), purged, the users and
+    the sandbox removed."""
+    subprocess.run(["service", "memcached", "stop"], capture_output=True)
+    stop_by_pidfile(PIDFILE)
+    subprocess.run(["apt-get", "-q", "-y", "purge", "memcached"], capture_output=True,
+                   env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    for who in (USER, PKG_USER):
+        subprocess.run(["userdel", who], capture_output=True)
+    shutil.rmtree(SANDBOX, ignore_errors=True)
+    shutil.rmtree(os.path.dirname(PIDFILE), ignore_errors=True)
+    if os.path.exists(DEFAULT_LOG):
+        os.remove(DEFAULT_LOG)
+
+
 def main():
-    if os.path.exists(os.path.dirname(PIDFILE)):
-        sys.exit(f"{os.path.dirname(PIDFILE)} exists already: is memcached installed or running?")
+    for path in (os.path.dirname(PIDFILE), DEFAULT_CONF, DEFAULT_LOG):
+        if os.path.exists(path):
+            sys.exit(f"{path} exists already: is memcached installed or running?")
     for who in (USER, PKG_USER):
         if user_exists(who):
             sys.exit(f"user {who} exists already: this records a host without it")
@@ -151,20 +175,24 @@ def main():
         for run in (test, real, again, gone_test, gone):
             placeholders(run, uid, gid, version)
     finally:
-        subprocess.run(["service", "memcached", "stop"], capture_output=True)
-        # After pkg.removed the init script no longer stops the daemon (no binary, exit 0),
-        # and service.dead did nothing: stop it by its pid file.
-        stop_by_pidfile(PIDFILE)
-        subprocess.run(["apt-get", "-q", "-y", "purge", "memcached"], capture_output=True,
-                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
-        for who in (USER, PKG_USER):
-            subprocess.run(["userdel", who], capture_output=True)
-        shutil.rmtree(SANDBOX, ignore_errors=True)
-        shutil.rmtree(os.path.dirname(PIDFILE), ignore_errors=True)
+        clean_up()
+    # The formula as it comes, no pillar: Debian's own memcache user (its shell changed),
+    # Debian's /etc/memcached.conf (rewritten, a diff).
+    try:
+        d_test = apply(True, pillar={})
+        d_real = apply(False, pillar={})
+        d_conf = open(DEFAULT_CONF).read()
+        d_again = apply(False, pillar={})
+        for run in (d_test, d_real, d_again):
+            placeholders(run, None, None, version)
+    finally:
+        clean_up()
     with open(os.path.join(HERE, "recorded.json"), "w") as f:
         json.dump({"pillar": PILLAR, "sandbox": SANDBOX, "users": [USER, PKG_USER],
                    "test": test, "real": real, "conf": conf, "again": again,
-                   "uninstall_test": gone_test, "uninstall": gone},
+                   "uninstall_test": gone_test, "uninstall": gone,
+                   "defaults": {"test": d_test, "real": d_real, "conf": d_conf,
+                                "again": d_again}},
                   f, indent=1, sort_keys=True)
         f.write("\n")
     print(json.dumps({"test": test, "real": real, "again": again}, indent=1))
