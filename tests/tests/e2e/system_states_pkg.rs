@@ -5,13 +5,15 @@
 //! (`data/formula_ntp/recorded.json`, made by `data/formula_ntp/gen.py`); and the memcached
 //! formula's `memcached.config` (saltstack-formulas, Apache-2.0, in
 //! states/tests/data/formulas/memcached), which adds `user.present` to those three, applied
-//! with Debian's real `memcached` and compared the same way, then its `memcached.uninstall`
+//! with Debian's real `memcached` and compared the same way, then its `memcached.uninstall`;
+//! and once more as it comes, without pillar, on Debian's own user and config file
 //! (`data/formula_memcached/`).
 //!
-//! These change the host (an init script, its rc links, an apt sources file, the package
-//! `hello`): they need root on Debian without a running systemd, undo what they did in Drop
-//! guards, and hold the file lock the apt-running tests share. Installing `hello` from the
-//! mirror runs only with `SALTQ_TEST_PKG=1`.
+//! These change the host (an init script, its rc links, an apt sources file, the packages
+//! `hello` and `memcached`, the memcached daemon, users, /etc/memcached.conf): they need root
+//! on Debian without a running systemd, undo what they did in Drop guards, and hold the file
+//! lock the apt-running tests share. Installing packages from the mirror runs only with
+//! `SALTQ_TEST_PKG=1`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
