@@ -2,12 +2,18 @@
 //! and a public formula that uses them: the ntp formula's `ntp.ng` (saltstack-formulas,
 //! Apache-2.0, in states/tests/data/formulas/ntp with its licence), pointed by pillar into a
 //! sandbox and compared with what `salt-call --local` answered for the same tree and pillar
-//! (`data/formula_ntp/recorded.json`, made by `data/formula_ntp/gen.py`).
+//! (`data/formula_ntp/recorded.json`, made by `data/formula_ntp/gen.py`); and the memcached
+//! formula's `memcached.config` (saltstack-formulas, Apache-2.0, in
+//! states/tests/data/formulas/memcached), which adds `user.present` to those three, applied
+//! with Debian's real `memcached` and compared the same way, then its `memcached.uninstall`;
+//! and once more as it comes, without pillar, on Debian's own user and config file
+//! (`data/formula_memcached/`).
 //!
-//! These change the host (an init script, its rc links, an apt sources file, the package
-//! `hello`): they need root on Debian without a running systemd, undo what they did in Drop
-//! guards, and hold the file lock the apt-running tests share. Installing `hello` from the
-//! mirror runs only with `SALTQ_TEST_PKG=1`.
+//! These change the host (an init script, its rc links, an apt sources file, the packages
+//! `hello` and `memcached`, the memcached daemon, users, /etc/memcached.conf): they need root
+//! on Debian without a running systemd, undo what they did in Drop guards, and hold the file
+//! lock the apt-running tests share. Installing packages from the mirror runs only with
+//! `SALTQ_TEST_PKG=1`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -62,17 +68,29 @@ case \"$1\" in
 esac
 ";
 
-/// Undoes what a test did to the host: init scripts (links and markers), files, packages.
+/// Undoes what a test did to the host: init scripts (links and markers), files, packages,
+/// services a package brought (stopped before it is purged: the host's policy-rc.d keeps the
+/// package's own scripts from stopping them), daemons by their pid file (once a package is
+/// removed its init script no longer stops its daemon), users.
 #[derive(Default)]
 struct HostGuard {
     services: Vec<String>,
     files: Vec<PathBuf>,
     dirs: Vec<PathBuf>,
     purge: Vec<String>,
+    stop: Vec<String>,
+    pidfiles: Vec<PathBuf>,
+    users: Vec<String>,
 }
 
 impl Drop for HostGuard {
     fn drop(&mut self) {
+        for s in &self.stop {
+            let _ = Command::new("service").args([s, "stop"]).output();
+        }
+        for p in &self.pidfiles {
+            stop_by_pidfile(p);
+        }
         for s in &self.services {
             let _ = Command::new("update-rc.d")
                 .args(["-f", s, "remove"])
@@ -92,6 +110,29 @@ impl Drop for HostGuard {
                 .env("DEBIAN_FRONTEND", "noninteractive")
                 .output();
         }
+        for u in &self.users {
+            let _ = Command::new("userdel").arg(u).output();
+        }
+    }
+}
+
+/// SIGTERMs the process the pid file `path` names, if any, and waits (5 s at most) for it to go.
+fn stop_by_pidfile(path: &Path) {
+    let Some(pid) = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|p| p.trim().parse::<u32>().ok())
+    else {
+        return;
+    };
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .output();
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    for _ in 0..50 {
+        if !proc.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
 
@@ -194,6 +235,251 @@ fn formula_ntp_ng_applies_as_salt_call_does() {
         rec["again"],
         "the second run differs from salt-call"
     );
+}
+
+/// web1's state results keyed as `data/formula_memcached/gen.py` keys Salt's (`<id>
+/// <module>.<function>`: one ID may hold several states) with `order`, the keys in the order
+/// they ran; the created user's uid and gid and the installed version as placeholders.
+fn by_state(ret: &Value, uid_gid: Option<(u32, u32)>, version: &str) -> Map<String, Value> {
+    let ret = ret
+        .as_object()
+        .unwrap_or_else(|| panic!("not a state return: {ret}"));
+    let mut out = Map::new();
+    let mut ran: Vec<(u64, String)> = Vec::new();
+    for (tag, r) in ret {
+        let parts: Vec<&str> = tag.split("_|-").collect();
+        assert_eq!(parts.len(), 4, "not a state tag: {tag}");
+        let key = format!("{} {}.{}", parts[1], parts[0], parts[3]);
+        let mut keep: Map<String, Value> = ["name", "result", "comment", "changes"]
+            .iter()
+            .map(|k| ((*k).to_owned(), r[*k].clone()))
+            .collect();
+        let changes = &mut keep["changes"];
+        if let (Some((uid, gid)), Some(c)) = (uid_gid, changes.as_object_mut())
+            && c.get("uid") == Some(&json!(uid))
+            && c.get("gid") == Some(&json!(gid))
+        {
+            c.insert("uid".into(), json!("{uid}"));
+            c.insert("gid".into(), json!("{gid}"));
+        }
+        for side in ["/memcached/new", "/memcached/old"] {
+            if let Some(v) = changes.pointer_mut(side)
+                && v == version
+            {
+                *v = json!("{version}");
+            }
+        }
+        ran.push((r["__run_num__"].as_u64().unwrap_or(u64::MAX), key.clone()));
+        out.insert(key, Value::Object(keep));
+    }
+    ran.sort();
+    out.insert(
+        "order".into(),
+        ran.into_iter().map(|(_, k)| Value::String(k)).collect(),
+    );
+    out
+}
+
+/// The uid and gid of `user`, if it exists.
+fn ids(user: &str) -> Option<(u32, u32)> {
+    let id = |flag: &str| {
+        let o = Command::new("id").args([flag, user]).output().ok()?;
+        o.status.success().then_some(())?;
+        String::from_utf8_lossy(&o.stdout).trim().parse().ok()
+    };
+    Some((id("-u")?, id("-g")?))
+}
+
+/// The version of `pkg` dpkg has installed, or the mirror's candidate when it has none (what
+/// a `test=True` run says it would install).
+fn pkg_version(pkg: &str) -> String {
+    let o = Command::new("dpkg-query")
+        .args(["-W", "-f", "${Status} ${Version}", pkg])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    if let Some(v) = out.strip_prefix("install ok installed ") {
+        return v.to_owned();
+    }
+    let o = Command::new("apt-cache")
+        .args(["policy", pkg])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Candidate: ").map(str::to_owned))
+        .unwrap_or_else(|| panic!("no candidate for {pkg} in apt-cache policy"))
+}
+
+/// Where Debian's memcached keeps its pid file, its config and the formula's default log.
+const MEMCACHED_PIDFILE: &str = "/run/memcached/memcached.pid";
+const MEMCACHED_CONF: &str = "/etc/memcached.conf";
+const MEMCACHED_LOG: &str = "/var/log/memcached.log";
+
+/// The memcached formula served by a master with web1 connected, Salt's recording, and the
+/// users the runs may make (the pillar's and Debian's `memcache`).
+struct Memcached {
+    rec: Value,
+    users: Vec<String>,
+    master: Master,
+    _minion: saltq_tests::Minion,
+}
+
+impl Memcached {
+    /// Checks the host has nothing of memcached (a run left nothing behind) and starts the
+    /// master and minion.
+    fn start() -> Self {
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/data/formula_memcached");
+        let rec: Value =
+            serde_json::from_str(&std::fs::read_to_string(data.join("recorded.json")).unwrap())
+                .unwrap();
+        let users: Vec<String> = rec["users"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| u.as_str().unwrap().to_owned())
+            .collect();
+        for u in &users {
+            assert!(ids(u).is_none(), "user {u} exists: another run left it?");
+        }
+        let rundir = Path::new(MEMCACHED_PIDFILE).parent().unwrap();
+        for p in [rundir, Path::new(MEMCACHED_CONF), Path::new(MEMCACHED_LOG)] {
+            assert!(
+                !p.exists(),
+                "{} exists: another run left memcached?",
+                p.display()
+            );
+        }
+        let installed = Command::new("dpkg-query")
+            .args(["-W", "-f", "${Status}", "memcached"])
+            .output()
+            .unwrap();
+        assert!(
+            !String::from_utf8_lossy(&installed.stdout).contains("installed"),
+            "memcached is installed: another run left it?"
+        );
+        let formula =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../states/tests/data/formulas/memcached");
+        let (master, minion) = master_with(&formula);
+        Self {
+            rec,
+            users,
+            master,
+            _minion: minion,
+        }
+    }
+
+    /// Has `guard` undo what a real run does: the daemon, the package, the users, its files.
+    fn guard_real_runs(&self, guard: &mut HostGuard) {
+        let pidfile = PathBuf::from(MEMCACHED_PIDFILE);
+        guard.stop.push("memcached".into());
+        guard.dirs.push(pidfile.parent().unwrap().to_owned());
+        guard.pidfiles.push(pidfile);
+        guard.purge.push("memcached".into());
+        guard.users.extend(self.users.iter().cloned());
+        guard.files.push(MEMCACHED_CONF.into());
+        guard.files.push(MEMCACHED_LOG.into());
+    }
+
+    /// `state.apply sls` on web1 with `pillar` and `args`, keyed as the recording is.
+    fn apply(&self, sls: &str, pillar: &Value, args: &[&str]) -> (Value, i32) {
+        let pillar = format!("pillar={pillar}");
+        let mut a = vec!["web1", "state.apply", sls, &pillar];
+        a.extend_from_slice(args);
+        a.extend(["--out", "json", "-t", "300"]);
+        let o = self.master.saltq(&a);
+        let ret = o.json()["web1"].clone();
+        let got = by_state(&ret, ids(&self.users[0]), &pkg_version("memcached"));
+        (Value::Object(got), o.code)
+    }
+}
+
+#[test]
+fn formula_memcached_config_applies_as_salt_call_does() {
+    if let Some(why) = host_unsuitable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _apt = apt_lock();
+    let mut guard = HostGuard::default();
+    let case = Memcached::start();
+    let rec = &case.rec;
+    let sandbox = PathBuf::from(rec["sandbox"].as_str().unwrap());
+    guard.dirs.push(sandbox.clone());
+    std::fs::create_dir_all(&sandbox).unwrap();
+    let pillar = &rec["pillar"];
+    let run = |args: &[&str]| case.apply("memcached.config", pillar, args);
+
+    let (got, code) = run(&["test=True"]);
+    assert_eq!(got, rec["test"], "test=True differs from salt-call");
+    assert_eq!(code, 0);
+    assert!(ids(&case.users[0]).is_none(), "test=True created the user");
+
+    if std::env::var_os("SALTQ_TEST_PKG").is_none() {
+        eprintln!("real run skipped: set SALTQ_TEST_PKG=1 to install memcached from the mirror");
+        return;
+    }
+    case.guard_real_runs(&mut guard);
+    let (got, code) = run(&[]);
+    assert_eq!(got, rec["real"], "the real run differs from salt-call");
+    assert_eq!(code, 0);
+    let conf = std::fs::read_to_string(sandbox.join("memcached.conf")).unwrap();
+    assert_eq!(conf, rec["conf"].as_str().unwrap());
+    let (got, code) = run(&[]);
+    assert_eq!(got, rec["again"], "the second run differs from salt-call");
+    assert_eq!(code, 0);
+
+    // The formula's own uninstall: service.dead does nothing here (systemd offline), as in
+    // Salt; pkg.removed removes the package and leaves the daemon, which the guard stops.
+    let (got, code) = case.apply("memcached.uninstall", pillar, &["test=True"]);
+    assert_eq!(
+        got, rec["uninstall_test"],
+        "memcached.uninstall with test=True differs from salt-call"
+    );
+    assert_eq!(code, 0);
+    let (got, code) = case.apply("memcached.uninstall", pillar, &[]);
+    assert_eq!(
+        got, rec["uninstall"],
+        "memcached.uninstall differs from salt-call"
+    );
+    assert_eq!(code, 0);
+}
+
+/// The formula as it comes, without pillar: Debian's `memcache` user gets the formula's
+/// shell, Debian's /etc/memcached.conf is rewritten and the diff is Salt's.
+#[test]
+fn formula_memcached_defaults_apply_as_salt_call_does() {
+    if let Some(why) = host_unsuitable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _apt = apt_lock();
+    let mut guard = HostGuard::default();
+    let case = Memcached::start();
+    let rec = &case.rec["defaults"];
+    let run = |args: &[&str]| case.apply("memcached.config", &json!({}), args);
+
+    let (got, code) = run(&["test=True"]);
+    assert_eq!(got, rec["test"], "test=True differs from salt-call");
+    assert_eq!(code, 0);
+    assert!(
+        !Path::new(MEMCACHED_CONF).exists(),
+        "test=True wrote {MEMCACHED_CONF}"
+    );
+
+    if std::env::var_os("SALTQ_TEST_PKG").is_none() {
+        eprintln!("real run skipped: set SALTQ_TEST_PKG=1 to install memcached from the mirror");
+        return;
+    }
+    case.guard_real_runs(&mut guard);
+    let (got, code) = run(&[]);
+    assert_eq!(got, rec["real"], "the real run differs from salt-call");
+    assert_eq!(code, 0);
+    let conf = std::fs::read_to_string(MEMCACHED_CONF).unwrap();
+    assert_eq!(conf, rec["conf"].as_str().unwrap());
+    let (got, code) = run(&[]);
+    assert_eq!(got, rec["again"], "the second run differs from salt-call");
+    assert_eq!(code, 0);
 }
 
 #[test]
