@@ -81,6 +81,7 @@ impl Ctx {
         let (mut back, mut answering, mut busy, mut down) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut curves = Vec::new();
+        let mut admission = Vec::new();
         for r in 0..runs {
             let busy_before = busy_lines(&logs);
             let killed = Instant::now();
@@ -98,6 +99,25 @@ impl Ctx {
             let curve = per_second(&master.progress);
             eprintln!("  restart {r}: subscribed by second: {curve:?}");
             curves.push(curve);
+            // What the restarted master's handshake admission did until all were back.
+            let m = master.metrics()?;
+            let get = |name: &str| m.get(name).unwrap_or(f64::NAN);
+            let (done, failed, refused) = (
+                get("saltq_handshakes_total{outcome=\"completed\"}"),
+                get("saltq_handshakes_total{outcome=\"failed\"}"),
+                get("saltq_handshakes_total{outcome=\"refused_busy\"}"),
+            );
+            let hs = get("saltq_handshake_seconds_total");
+            let waited = get("saltq_handshake_wait_seconds_total");
+            let per = hs / (done + failed).max(1.0);
+            eprintln!(
+                "  restart {r}: handshakes completed {done}, failed {failed}, refused busy {refused}; \
+                 mean handshake {:.0} ms, mean queue wait {:.0} ms",
+                per * 1e3,
+                waited / (done + failed).max(1.0) * 1e3
+            );
+            admission.push(json!({"completed": done, "failed": failed, "refused_busy": refused,
+                                  "handshake_seconds": hs, "wait_seconds": waited}));
             let mut client = master.client().await?;
             let o = run_job(&mut client, "*", "test.ping", 30.0).await?;
             if o.returned as usize != n {
@@ -141,7 +161,7 @@ impl Ctx {
         self.details.insert(
             format!("restart-{n}"),
             json!({"down_s": down, "subscribed_s": back, "answering_s": answering, "busy": busy,
-                   "subscribed_by_second": curves}),
+                   "subscribed_by_second": curves, "admission": admission}),
         );
         Ok(())
     }

@@ -21,11 +21,14 @@ fn recorded(case: &str) -> Value {
     all[case].clone()
 }
 
-/// A master with Salt's recording's id serving the tree, and the minions db1 and web1.
+/// A master with Salt's recording's id serving the tree and the pillar, and the minions db1
+/// and web1.
 fn lab(extra: &str) -> (Master, Minion, Minion) {
     let master = Master::start(&format!(
-        "id: lab_master\nauto_accept: true\nfile_roots:\n  base:\n    - {}\n{extra}",
-        data().join("tree").display()
+        "id: lab_master\nauto_accept: true\nfile_roots:\n  base:\n    - {}\n\
+         pillar_roots:\n  base:\n    - {}\n{extra}",
+        data().join("tree").display(),
+        data().join("pillar").display()
     ));
     let db1 = master.minion("db1", "");
     let web1 = master.minion("web1", "");
@@ -339,6 +342,32 @@ fn orchestrate_runs_functions_runners_and_wheel_as_salt_does() {
     want_states[keys]["changes"]["return"]["local"] = json!([]);
     assert_same_run(&got_states, &want_states, "orch.good");
     assert_eq!(code, 1, "{got}");
+}
+
+#[test]
+fn orchestrate_applies_a_highstate_and_renders_with_the_masters_pillar_as_salt_does() {
+    let (master, _db1, _web1) = lab("");
+    let want = recorded("high");
+    let (got, code) = orchestrate_json(&master, &["orch.high"]);
+    assert_eq!(code, want["json_exit"].as_i64().unwrap() as i32, "{got}");
+    assert_eq!(got["retcode"], want["json"]["retcode"]);
+    assert_same_run(&states(&got), &states(&want["json"]), "orch.high");
+    // The echo step carries the master's pillar value; the highstate ran db1's top entry.
+    let run = &got["data"]["lab_master"];
+    let step = |id: &str| {
+        run.as_object()
+            .unwrap()
+            .values()
+            .find(|s| s["__id__"] == json!(id))
+            .unwrap_or_else(|| panic!("no step {id} in {run}"))
+            .clone()
+    };
+    assert_eq!(
+        step("say_pillar")["changes"]["ret"]["web1"],
+        json!("hello from the master's pillar"),
+        "{run}"
+    );
+    assert_eq!(step("everything_on_db1")["result"], json!(true), "{run}");
 }
 
 #[test]

@@ -10,7 +10,8 @@ use std::time::Duration;
 use saltq_tests::{Master, eventually};
 use serde_json::{Value, json};
 
-/// The tree: an SLS for `startup_states: sls` and a top file for `startup_states: top`.
+/// The tree: an SLS for `startup_states: sls`, a top file for `startup_states: top` and the
+/// default `top.sls` for `startup_states: highstate`.
 fn start_master() -> Master {
     Master::start_with(|dir| {
         let tree = dir.join("tree");
@@ -28,6 +29,12 @@ fn start_master() -> Master {
         std::fs::write(
             tree.join("top_startup.sls"),
             "base:\n  'starter-top':\n    - boot.other\n",
+        )
+        .unwrap();
+        // The default top file, for `startup_states: highstate`.
+        std::fs::write(
+            tree.join("top.sls"),
+            "base:\n  'starter-high':\n    - boot.other\n    - boot.marker\n",
         )
         .unwrap();
         format!(
@@ -71,6 +78,7 @@ fn startup_states_run_once_per_minion_start_and_are_jobs_like_any_other() {
         "starter-top",
         "startup_states: top\ntop_file: top_startup.sls\n",
     );
+    let _high = master.minion("starter-high", "startup_states: highstate\n");
 
     // The return event of the startup run, under a jid of the master's.
     let mut out = String::new();
@@ -121,6 +129,31 @@ fn startup_states_run_once_per_minion_start_and_are_jobs_like_any_other() {
         json!(true),
         "{looked:?}"
     );
+
+    // `startup_states: highstate` applied what the default top file names for it.
+    let high = eventually(
+        "the highstate startup run is stored",
+        Duration::from_secs(30),
+        || jobs_of(&master, "state.highstate", "starter-high").pop(),
+    );
+    let looked = master.saltq(&["run", "jobs.lookup_jid", &high.0, "--out", "json"]);
+    let ran = &looked.json()["starter-high"];
+    let mut ids: Vec<&str> = ran
+        .as_object()
+        .unwrap_or_else(|| panic!("a highstate return: {looked:?}"))
+        .values()
+        .map(|s| s["__id__"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["marker", "other"], "{looked:?}");
+    assert!(
+        ran.as_object()
+            .unwrap()
+            .values()
+            .all(|s| s["result"] == json!(true)),
+        "{looked:?}"
+    );
+    assert!(jobs_of(&master, "state.highstate", "starter-sls").is_empty());
 
     // A new connection of the same minion process does not run them again.
     master.restart();

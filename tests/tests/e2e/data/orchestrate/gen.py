@@ -2,8 +2,9 @@
 
 Regenerate (from the repository root, as root: the minions run states):
 
-    /work/saltvenv/bin/python tests/tests/e2e/data/orchestrate/gen.py
+    /work/saltvenv/bin/python tests/tests/e2e/data/orchestrate/gen.py [CASE ...]
 
+With case names, only those cases are recorded again (the others are kept as they are).
 It starts a real salt-master (id `lab_master`, file_roots `tree/`) and two real salt-minions
 (`db1`, `web1`) on 127.0.0.1 with non-default ports and everything under a temporary root_dir,
 then for each case runs `salt-run state.orchestrate MODS [ARGS]` twice: once with `--out json`
@@ -34,6 +35,7 @@ CASES = [
     ("failhard", ["orch.failhard"]),
     ("nomatch", ["orch.nomatch"]),
     ("missing_sls", ["orch.nosuch"]),
+    ("high", ["orch.high"]),
 ]
 
 
@@ -111,11 +113,10 @@ file_roots:
     - {HERE}/tree
 pillar_roots:
   base:
-    - {root}/pillar
+    - {HERE}/pillar
 log_level_logfile: warning
 """,
     )
-    os.makedirs(f"{root}/pillar")
     procs = []
     log = open(f"{root}/daemons.log", "w")
     try:
@@ -149,8 +150,16 @@ log_level_logfile: warning
             time.sleep(2)
         else:
             sys.exit("the salt minions did not answer")
+        # With case names as arguments, only those are recorded again, into the existing file.
+        only = sys.argv[1:]
+        path = os.path.join(HERE, "recorded.json")
         recorded = {}
+        if only:
+            with open(path) as f:
+                recorded = json.load(f)
         for name, args in CASES:
+            if only and name not in only:
+                continue
             listener = Listener(f"{conf}/master")
             js = subprocess.run(
                 [f"{BIN}/salt-run", "-c", conf, "state.orchestrate", *args, "--out", "json"],
@@ -177,7 +186,7 @@ log_level_logfile: warning
                 "events": events,
             }
             print(f"{name}: exit {js.returncode}/{text.returncode}, {len(events)} events", file=sys.stderr)
-        with open(os.path.join(HERE, "recorded.json"), "w") as f:
+        with open(path, "w") as f:
             json.dump(recorded, f, indent=1, sort_keys=True)
             f.write("\n")
     finally:

@@ -1,0 +1,1 @@
+orch_msg: hello from the master's pillar

@@ -1,0 +1,5 @@
+base:
+  db1:
+    - app.db
+  web1:
+    - app.web
