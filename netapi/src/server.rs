@@ -200,12 +200,15 @@ impl Api {
         Ok(self.identity(&t, "token"))
     }
 
-    /// Checks a password (rate limited per address); the token data on success.
+    /// Checks a password (rate limited per address); the token data on success, with the
+    /// permissions the eauth backend gave itself (`rest`'s, see
+    /// [`crate::eauth::ExternalAuth::authenticate_acl`]) for a request that carries its
+    /// credentials. A token, as in Salt (`keep_acl_in_token: false`), has the config's.
     async fn login(
         &self,
         ip: std::net::IpAddr,
         creds: &Map<String, Value>,
-    ) -> Result<Token, ApiError> {
+    ) -> Result<(Token, Option<Vec<Value>>), ApiError> {
         let s = |k: &str| creds.get(k).and_then(Value::as_str).unwrap_or_default();
         let (user, password, eauth) = (s("username"), s("password"), s("eauth"));
         if let Some(wait) = self.limiter.blocked(ip, Instant::now()) {
@@ -219,29 +222,32 @@ impl Api {
             });
         }
         // Salt's auth functions take a username and a password: without either, no login.
-        if user.is_empty()
-            || !creds.contains_key("password")
-            || !self
-                .cfg
+        let verdict = if user.is_empty() || !creds.contains_key("password") {
+            None
+        } else {
+            self.cfg
                 .external_auth
-                .authenticate(eauth, user, password)
+                .authenticate_acl(eauth, user, password)
                 .await
-        {
+        };
+        let Some(acl) = verdict else {
             self.limiter.failed(ip, Instant::now());
             self.stats.login_failures.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(%ip, user, eauth, "salt-api login failed");
             return Err(ApiError::unauthorized(
                 "Could not authenticate using provided credentials",
             ));
-        }
+        };
         self.limiter.succeeded(ip);
         self.stats.logins.fetch_add(1, Ordering::Relaxed);
-        self.tokens
+        let t = self
+            .tokens
             .create(user, eauth, now(), self.cfg.token_expire.as_secs_f64())
             .map_err(|e| {
                 tracing::error!("{e}");
                 ApiError::internal("could not store the token: see the master's log")
-            })
+            })?;
+        Ok((t, acl))
     }
 
     async fn run_chunk(
@@ -324,7 +330,7 @@ async fn post_run(
                     .ok_or_else(|| ApiError::unauthorized("Authentication error occurred."))?;
                 api.identity(&t, "token")
             } else if c.contains_key("eauth") {
-                let t = api.login(peer.ip(), c).await.map_err(|e| {
+                let (t, acl) = api.login(peer.ip(), c).await.map_err(|e| {
                     if e.status == 401 {
                         ApiError::unauthorized("Authentication error occurred.")
                     } else {
@@ -333,7 +339,11 @@ async fn post_run(
                 })?;
                 // A /run call's token is for this call only.
                 api.tokens.remove(&t.token);
-                api.identity(&t, "eauth")
+                let mut who = api.identity(&t, "eauth");
+                if let Some(acl) = acl {
+                    who.perms = acl;
+                }
+                who
             } else {
                 return Err(ApiError::unauthorized(
                     "No authentication credentials given",
@@ -364,7 +374,7 @@ async fn post_login(
             None => Value::Object(Map::new()),
         };
         let creds = creds.as_object().cloned().unwrap_or_default();
-        let t = api.login(peer.ip(), &creds).await?;
+        let (t, _) = api.login(peer.ip(), &creds).await?;
         let who = api.identity(&t, "token");
         let perms = sorted_permissions(&who.perms);
         Ok::<_, ApiError>((t, perms))
@@ -431,7 +441,7 @@ async fn post_token(
                     "Client disabled: 'runner'. Add to 'netapi_enable_clients' master config option to enable.",
                 ));
             }
-            let t = api.login(peer.ip(), c).await.map_err(|e| {
+            let (t, _) = api.login(peer.ip(), c).await.map_err(|e| {
                 if e.status == 401 {
                     ApiError::unauthorized("Authentication error occurred.")
                 } else {
