@@ -364,6 +364,7 @@ fn alcali_logs_in_runs_test_ping_and_lists_the_job() {
     );
     let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("browse.py printed no JSON ({e}): {stdout}"));
+    println!("browse.py: {}", seen["steps"]);
     for shot in seen["screenshots"].as_array().expect("screenshots") {
         println!("screenshot: {}", shot.as_str().unwrap_or_default());
     }

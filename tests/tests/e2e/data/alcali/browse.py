@@ -16,7 +16,7 @@ keys page (its settings page offers the accepted minions it holds), and on the s
 pick MINION under "Parse modules from" and submit (Alcali's "initialize database"), waiting for
 Alcali's answer. A screenshot is saved after each of the three; the last line printed is JSON:
 {"run": text of the results card, "jobs": [text of each such row], "initdb": Alcali's answer,
-"screenshots": [paths]}. Any failure exits non-zero with what was being waited for, the page's
+"screenshots": [paths], "steps": [when each step ended]}. Any failure exits non-zero with what was being waited for, the page's
 text and its console messages, and a screenshot of the moment.
 """
 
@@ -147,7 +147,7 @@ class Browser:
             time.sleep(0.2)
         raise Failure(f"timed out after {timeout} s waiting for {what}")
 
-    def click(self, what, expression):
+    def click(self, what, expression, timeout=STEP_TIMEOUT):
         """Clicks, with the mouse, the middle of the element `expression` finds."""
         rect = self.until(
             what,
@@ -157,6 +157,7 @@ class Browser:
                 const r = e.getBoundingClientRect();
                 return r.width > 0 ? {{x: r.x + r.width / 2, y: r.y + r.height / 2}} : null;
             }})()""",
+            timeout,
         )
         for kind in ("mousePressed", "mouseReleased"):
             self.call(
@@ -242,6 +243,12 @@ def main():
     url = url.rstrip("/")
     os.makedirs(artifacts, exist_ok=True)
     shots = []
+    steps = []
+    started = time.monotonic()
+
+    def step(name):
+        steps.append(f"{name} at {time.monotonic() - started:.1f} s")
+
     with tempfile.TemporaryDirectory(prefix="alcali-chromium-") as profile:
         b = Browser(chromium, profile)
         try:
@@ -259,6 +266,7 @@ def main():
                 "!!(JSON.parse(localStorage.getItem('vuex') || '{}').settings || {}).Layout",
             )
 
+            step("logged in")
             # The run page: test.ping on the minion.
             b.goto(f"{url}/#/run")
             b.fill(("Target", minion), ("Function", "test.ping"))
@@ -272,6 +280,7 @@ def main():
             )
             shots.append(b.screenshot(os.path.join(artifacts, "run-test-ping.png")))
 
+            step("test.ping ran")
             # The jobs page, read from Salt's tables: the job's row, with the user who ran
             # it. The page does not refresh itself, so it is reloaded until the row is there.
             b.goto(f"{url}/#/jobs")
@@ -293,6 +302,7 @@ def main():
                 raise Failure(f"no test.ping job of {user} on {minion} in the jobs table: {rows}")
             shots.append(b.screenshot(os.path.join(artifacts, "jobs.png")))
 
+            step("jobs listed")
             # The keys page: its floating menu's refresh button reads the keys from salt-api
             # (wheel key.list_all and key.finger) into Alcali's table.
             b.goto(f"{url}/#/keys")
@@ -303,32 +313,57 @@ def main():
                     .filter(e => e.textContent.trim() === 'refresh')[0]""",
             )
             b.until(
-                f"{minion} in the keys table",
-                f"""[...document.querySelectorAll('table tbody tr')]
-                    .some(r => r.innerText.includes({json.dumps(minion)}))""",
+                f"Alcali's 'Keys refreshed' and {minion} in the keys table",
+                f"""document.body.innerText.includes('Keys refreshed')
+                    && [...document.querySelectorAll('table tbody tr')]
+                        .some(r => r.innerText.includes({json.dumps(minion)}))""",
             )
 
+            step("keys refreshed")
             # The settings page: "Parse modules from" the minion, submitted. Alcali answers
             # "refreshed modules using MINION", or an error, in a toast.
             b.goto(f"{url}/#/settings")
-            b.click("the Target select", slot("Target"))
+            # The page redraws as its data arrives, which can drop a choice: chosen again
+            # until the select shows it.
+            selected = f"""[...document.querySelectorAll('.v-input')]
+                .filter(e => (e.querySelector('label')?.textContent || '').trim() === 'Target')
+                .some(e => (e.querySelector('.v-select__selection')?.innerText || '').trim()
+                           === {json.dumps(minion)})"""
+            item = f"""[...document.querySelectorAll('.menuable__content__active .v-list-item')]
+                .filter(e => e.innerText.trim() === {json.dumps(minion)})[0]"""
+            for _ in range(10):
+                if b.js(selected):
+                    break
+                if not b.js(f"!!({item})"):
+                    b.click("the Target select", slot("Target"))
+                try:
+                    b.click(f"{minion} in the Target list", item, timeout=5)
+                except Failure:
+                    pass
+                time.sleep(0.5)
+            b.until(f"{minion} chosen as the Target", selected)
+            # The row's own Submit (the first on the page; the user settings have another).
             b.click(
-                f"{minion} in the Target list",
-                f"""[...document.querySelectorAll('.menuable__content__active .v-list-item')]
-                    .filter(e => e.innerText.trim() === {json.dumps(minion)})[0]""",
+                "the Parse modules Submit button",
+                """(() => { const e = [...document.querySelectorAll('button')]
+                    .filter(e => e.offsetParent !== null
+                                 && e.textContent.trim().toLowerCase() === 'submit')[0];
+                    return e && !e.disabled ? e : null; })()""",
             )
-            b.click("the Submit button", button("Submit"))
+            step("submitted")
             answer = f"refreshed modules using {minion}"
             initdb = b.until(
                 "Alcali's answer to Parse modules",
                 f"""(() => {{ const t = document.body.innerText;
                     if (t.includes({json.dumps(answer)})) return {json.dumps(answer)};
                     const e = [...document.querySelectorAll('.v-snack__content, [role=alert]')]
-                        .map(e => e.innerText.trim()).filter(t => t && !t.includes('started'));
+                        .map(e => e.innerText.trim())
+                        .filter(t => t && !/Parse module started|Keys refreshed|Refreshing keys/.test(t));
                     return e.length ? 'error: ' + e.join(' | ') : null;
                 }})()""",
                 timeout=300,
             )
+            step("answered")
             shots.append(b.screenshot(os.path.join(artifacts, "initialize-database.png")))
             if initdb != answer:
                 raise Failure(f"Parse modules failed: {initdb}")
@@ -342,10 +377,15 @@ def main():
             print(f"page text:\n{text}", file=sys.stderr)
             print("console:\n" + "\n".join(b.console), file=sys.stderr)
             print(f"screenshots: {shots}", file=sys.stderr)
+            print(f"steps: {steps}", file=sys.stderr)
             b.close()
             sys.exit(1)
         b.close()
-    print(json.dumps({"run": run, "jobs": jobs, "initdb": initdb, "screenshots": shots}))
+    print(
+        json.dumps(
+            {"run": run, "jobs": jobs, "initdb": initdb, "screenshots": shots, "steps": steps}
+        )
+    )
 
 
 if __name__ == "__main__":
