@@ -487,8 +487,9 @@ mod tests {
     }
 
     /// The master's runners, selected as Salt's `sys.list_runner_functions` and
-    /// `sys.runner_doc` select them (shapes recorded from `salt-call --local`: a sorted list
-    /// of names; a mapping of name to doc).
+    /// `sys.runner_doc` select them (shapes recorded from `salt-call --local` in
+    /// tests/tests/e2e/data/alcali/salt-3007.8-initdb.txt: a sorted list of names; a mapping
+    /// of name to doc).
     #[tokio::test]
     async fn runners_are_listed_and_documented_as_salt_does() {
         let all = run("sys.list_runner_functions", json!([])).await.ret;

@@ -1,6 +1,7 @@
 //! Salt's `doc` runner: `doc.wheel`, the docs of the wheel functions (what Alcali's "initialize
 //! database" stores for its wheel function list). The docs are kept here, beside the wheel
-//! functions' names in [`crate::wheel::FUNCTIONS`]; `doc.wheel` lists exactly those.
+//! functions' names in [`crate::wheel::FUNCTIONS`]; `doc.wheel` lists exactly those. Salt's
+//! answer (`{function: doc}`) is recorded in tests/tests/e2e/data/alcali/salt-3007.8-initdb.txt.
 
 use serde_json::{Map, Value};
 
