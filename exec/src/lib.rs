@@ -30,6 +30,7 @@ mod modules;
 mod process;
 mod pyish;
 mod registry;
+pub mod runners;
 mod spec;
 mod sync;
 

@@ -6,7 +6,8 @@
 //! backend is Salt's `salt/auth/file.py`: a `text` file (`^field_separator`, `^username_field`,
 //! `^password_field`, `^hashtype` plaintext or a hashlib digest) or an `htpasswd` file (bcrypt,
 //! `{SHA}`, SHA-256/512-crypt, or plain text as passlib's default context). The `pam` backend
-//! asks the system's PAM ([`crate::pam`]); `auto` (Salt's `salt/auth/auto.py`, "not intended
+//! asks the system's PAM ([`crate::pam`]); `rest` POSTs the credentials to a URL
+//! ([`crate::rest`]); `auto` (Salt's `salt/auth/auto.py`, "not intended
 //! for production use") accepts every password of every user.
 //!
 //! Only `pam` knows a user's system groups (Salt's `pam.groups`), so `group%` entries apply to
@@ -62,6 +63,8 @@ pub enum Check {
     Pam(crate::pam::PamAuth),
     /// Salt's `auto`: every password of every user is accepted (for tests only).
     Auto,
+    /// Salt's `rest`: a form POSTed to `^url` ([`crate::rest`]).
+    Rest(crate::rest::RestAuth),
 }
 
 /// Every configured backend, by name.
@@ -279,6 +282,14 @@ impl ExternalAuth {
                 .partition(|(k, _)| k.starts_with('^'));
             let check = match name.as_str() {
                 "file" => Check::File(FileAuth::from_opts(&opts)?),
+                "rest" => {
+                    let url = opt_str(&opts, "^url")?
+                        .ok_or("rest: ^url is required (where the credentials are POSTed)")?;
+                    if let Some(k) = opts.keys().find(|k| *k != "^url") {
+                        return Err(format!("rest: takes ^url only, not {k}"));
+                    }
+                    Check::Rest(crate::rest::RestAuth { url })
+                }
                 "pam" | "auto" if !opts.is_empty() => {
                     let keys: Vec<&String> = opts.keys().collect();
                     return Err(format!("{name}: takes no ^ options, not {keys:?}"));
@@ -291,7 +302,7 @@ impl ExternalAuth {
                 "auto" => Check::Auto,
                 other => {
                     return Err(format!(
-                        "eauth backend {other:?} is not served by saltq: the backends are file, pam and auto"
+                        "eauth backend {other:?} is not served by saltq: the backends are file, pam, rest and auto"
                     ));
                 }
             };
@@ -324,14 +335,35 @@ impl ExternalAuth {
 
     /// Whether `password` is `user`'s in backend `eauth`; an unknown backend is a refusal.
     pub async fn authenticate(&self, eauth: &str, user: &str, password: &str) -> bool {
-        match self.backends.get(eauth).map(|b| &b.check) {
-            Some(Check::File(f)) => f.verify(user, password),
-            Some(Check::Pam(p)) => p.verify(user, password).await,
-            Some(Check::Auto) => true,
-            None => {
-                tracing::warn!("the eauth system {eauth:?} is not enabled");
-                false
-            }
+        self.authenticate_acl(eauth, user, password).await.is_some()
+    }
+
+    /// Checks `password` as [`Self::authenticate`] does: `None` is a refusal; `Some(acl)` an
+    /// authenticated user, with the permissions the backend itself gives (Salt's `<eauth>.acl`,
+    /// used instead of the config's entries for credentials sent with the request), or
+    /// `Some(None)` when the config's entries apply ([`Self::perms`]). Only `rest` gives its
+    /// own ([`crate::rest::merge_acl`]).
+    pub async fn authenticate_acl(
+        &self,
+        eauth: &str,
+        user: &str,
+        password: &str,
+    ) -> Option<Option<Vec<Value>>> {
+        let Some(b) = self.backends.get(eauth) else {
+            tracing::warn!("the eauth system {eauth:?} is not enabled");
+            return None;
+        };
+        match &b.check {
+            Check::File(f) => f.verify(user, password).then_some(None),
+            Check::Pam(p) => p.verify(user, password).await.then_some(None),
+            Check::Auto => Some(None),
+            Check::Rest(r) => match r.fetch(user, password).await {
+                Ok(answer) => Some(crate::rest::merge_acl(b.users.get(user), &answer)),
+                Err(e) => {
+                    tracing::warn!(user, "eauth rest: {e}");
+                    None
+                }
+            },
         }
     }
 
@@ -391,7 +423,7 @@ pub fn sorted_permissions(perms: &[Value]) -> Vec<Value> {
 
 /// A permission entry must be a function regex, or a one-key mapping of a target (or
 /// `@runner`/`@wheel`/`@jobs`/`@<module>`) to a list of conditions (see [`check_conditions`]).
-fn check_entry(e: &Value) -> Result<(), String> {
+pub(crate) fn check_entry(e: &Value) -> Result<(), String> {
     match e {
         Value::String(s) => check_regex(s),
         Value::Object(m) => {
@@ -567,6 +599,58 @@ mod tests {
                 .unwrap_err()
                 .contains("alice")
         );
+        for (conf, says) in [
+            ("rest: {alice: ['.*']}", "^url is required"),
+            ("rest: {^url: 'http://x/', ^timeout: 3}", "^timeout"),
+            ("ldap: {alice: ['.*']}", "file, pam, rest and auto"),
+        ] {
+            let v: Value = serde_yaml_ng::from_str(conf).unwrap();
+            let e = ExternalAuth::from_value(Some(&v), None).unwrap_err();
+            assert!(e.contains(says), "{conf}: {e}");
+        }
+    }
+
+    /// The `rest` backend end to end against a server on loopback that accepts one password
+    /// with Alcali's answer (`[]`): the user's own entry decides for credentials sent with a
+    /// request; with no entry of their own, the config's other entries do.
+    #[tokio::test]
+    async fn rest_backend_authenticates_and_merges() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = l.accept().await {
+                let mut buf = vec![0u8; 4096];
+                let mut got = Vec::new();
+                while !String::from_utf8_lossy(&got).contains("password=") {
+                    let n = s.read(&mut buf).await.unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                }
+                let ok = String::from_utf8_lossy(&got).ends_with("password=tok3n");
+                let reply: &[u8] = if ok {
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n[]"
+                } else {
+                    b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 12\r\n\r\nUnauthorized"
+                };
+                let _ = s.write_all(reply).await;
+            }
+        });
+        let conf = format!(
+            "rest: {{^url: 'http://{addr}/api/token/verify/', alice: ['.*', '@runner'], '*': ['test.ping']}}"
+        );
+        let v: Value = serde_yaml_ng::from_str(&conf).unwrap();
+        let a = ExternalAuth::from_value(Some(&v), None).unwrap();
+        assert_eq!(
+            a.authenticate_acl("rest", "alice", "tok3n").await,
+            Some(Some(vec![json!(".*"), json!("@runner")]))
+        );
+        assert_eq!(a.authenticate_acl("rest", "bob", "tok3n").await, Some(None));
+        assert_eq!(a.perms("rest", "bob", &[]), vec![json!("test.ping")]);
+        assert!(!a.authenticate("rest", "alice", "wrong").await);
+        assert!(a.authenticate("rest", "alice", "tok3n").await);
     }
 
     /// `auto` takes any password of any user (Salt's auto.py); `pam` reads `auth.pam.service`
@@ -591,7 +675,7 @@ mod tests {
         assert!(e.contains("pam: takes no ^ options"), "{e}");
         let v: Value = serde_yaml_ng::from_str("ldap: {}").unwrap();
         let e = ExternalAuth::from_value(Some(&v), None).unwrap_err();
-        assert!(e.contains("file, pam and auto"), "{e}");
+        assert!(e.contains("file, pam, rest and auto"), "{e}");
     }
 
     /// Argument-restricted entries are checked when the config is read: Salt ignores a

@@ -2,7 +2,7 @@
 //! and answers as Salt 3007.8's salt-api, so pepper and salt-api scripts work unchanged.
 //!
 //! This crate holds what salt-api decides: its config ([`config`]), who is who (the `file`,
-//! `pam` and `auto` eauth backends and `external_auth` permissions, [`eauth`]; PAM through
+//! `pam`, `rest` and `auto` eauth backends and `external_auth` permissions, [`eauth`]; PAM through
 //! libpam loaded at run time, [`pam`], the one module with `unsafe` code; tokens that survive a restart,
 //! [`tokens`]; failed-login limits, [`limit`]), how request bodies become lowstate chunks
 //! ([`low`]) and the HTTP routes ([`server`]). It never touches the job system: every chunk is
@@ -16,6 +16,7 @@ pub mod eauth;
 pub mod limit;
 pub mod low;
 pub mod pam;
+pub mod rest;
 pub mod server;
 pub mod tokens;
 

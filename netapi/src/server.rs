@@ -215,12 +215,15 @@ impl Api {
         Ok(self.identity(&t, "token"))
     }
 
-    /// Checks a password (rate limited per address); the token data on success.
+    /// Checks a password (rate limited per address); the token data on success, with the
+    /// permissions the eauth backend gave itself (`rest`'s, see
+    /// [`crate::eauth::ExternalAuth::authenticate_acl`]) for a request that carries its
+    /// credentials. A token, as in Salt (`keep_acl_in_token: false`), has the config's.
     async fn login(
         &self,
         ip: std::net::IpAddr,
         creds: &Map<String, Value>,
-    ) -> Result<Token, ApiError> {
+    ) -> Result<(Token, Option<Vec<Value>>), ApiError> {
         let s = |k: &str| creds.get(k).and_then(Value::as_str).unwrap_or_default();
         let (user, password, eauth) = (s("username"), s("password"), s("eauth"));
         if let Some(wait) = self.limiter.blocked(ip, Instant::now()) {
@@ -234,29 +237,32 @@ impl Api {
             });
         }
         // Salt's auth functions take a username and a password: without either, no login.
-        if user.is_empty()
-            || !creds.contains_key("password")
-            || !self
-                .cfg
+        let verdict = if user.is_empty() || !creds.contains_key("password") {
+            None
+        } else {
+            self.cfg
                 .external_auth
-                .authenticate(eauth, user, password)
+                .authenticate_acl(eauth, user, password)
                 .await
-        {
+        };
+        let Some(acl) = verdict else {
             self.limiter.failed(ip, Instant::now());
             self.stats.login_failures.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(%ip, user, eauth, "salt-api login failed");
             return Err(ApiError::unauthorized(
                 "Could not authenticate using provided credentials",
             ));
-        }
+        };
         self.limiter.succeeded(ip);
         self.stats.logins.fetch_add(1, Ordering::Relaxed);
-        self.tokens
+        let t = self
+            .tokens
             .create(user, eauth, now(), self.cfg.token_expire.as_secs_f64())
             .map_err(|e| {
                 tracing::error!("{e}");
                 ApiError::internal("could not store the token: see the master's log")
-            })
+            })?;
+        Ok((t, acl))
     }
 
     /// Who a chunk that carries its own credentials is (`/run`, `POST /keys`): a `token`, or
@@ -273,7 +279,7 @@ impl Api {
                 .ok_or_else(|| ApiError::unauthorized("Authentication error occurred."))?;
             Ok(self.identity(&t, "token"))
         } else if c.contains_key("eauth") {
-            let t = self.login(ip, c).await.map_err(|e| {
+            let (t, acl) = self.login(ip, c).await.map_err(|e| {
                 if e.status == 401 {
                     ApiError::unauthorized("Authentication error occurred.")
                 } else {
@@ -282,7 +288,12 @@ impl Api {
             })?;
             // A token made for one request's credentials is for that request only.
             self.tokens.remove(&t.token);
-            Ok(self.identity(&t, "eauth"))
+            let mut who = self.identity(&t, "eauth");
+            // The permissions an eauth backend answered itself (`rest`) hold for this request.
+            if let Some(acl) = acl {
+                who.perms = acl;
+            }
+            Ok(who)
         } else {
             Err(ApiError::unauthorized(
                 "No authentication credentials given",
@@ -407,7 +418,7 @@ async fn post_login(
             None => Value::Object(Map::new()),
         };
         let creds = creds.as_object().cloned().unwrap_or_default();
-        let t = api.login(peer.ip(), &creds).await?;
+        let (t, _) = api.login(peer.ip(), &creds).await?;
         let who = api.identity(&t, "token");
         let perms = sorted_permissions(&who.perms);
         Ok::<_, ApiError>((t, perms))
@@ -474,7 +485,7 @@ async fn post_token(
                     "Client disabled: 'runner'. Add to 'netapi_enable_clients' master config option to enable.",
                 ));
             }
-            let t = api.login(peer.ip(), c).await.map_err(|e| {
+            let (t, _) = api.login(peer.ip(), c).await.map_err(|e| {
                 if e.status == 401 {
                     ApiError::unauthorized("Authentication error occurred.")
                 } else {

@@ -1,5 +1,6 @@
 //! Salt's `sys` module: lists and documents the functions of the one function table, and
-//! those of the external modules (built-in functions win over external ones of the same name).
+//! those of the external modules (built-in functions win over external ones of the same name),
+//! and the master's built-in runners ([`crate::runners`]).
 
 use std::collections::BTreeSet;
 
@@ -28,6 +29,13 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     Function::new("sys.list_modules", handler!(list_modules))
         .varargs()
         .doc(LIST_MODULES_DOC),
+    Function::new("sys.list_runner_functions", handler!(list_runner_functions))
+        .varargs()
+        .kwargs()
+        .doc(LIST_RUNNER_FUNCTIONS_DOC),
+    Function::new("sys.runner_doc", handler!(runner_doc))
+        .varargs()
+        .doc(RUNNER_DOC_DOC),
 ];
 
 /// The string form of each `*args` value (YAML may have made a number of a name).
@@ -171,6 +179,64 @@ async fn list_modules(call: Call) -> Result<Value, ExecError> {
         .map(|(_, module)| module)
         .collect();
     Ok(modules.into_iter().collect())
+}
+
+const LIST_RUNNER_FUNCTIONS_DOC: &str = "List the functions of all runner modules, or of the runner
+modules named. Names containing ``*`` or ``.`` are globs on function names.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' sys.list_runner_functions
+    salt '*' sys.list_runner_functions jobs manage
+    salt '*' sys.list_runner_functions 'jobs.*' 'manage.*'
+";
+
+/// Salt's `sys.list_runner_functions`: the runner names, sorted; a selector with `*` or `.` is
+/// a glob, any other a runner module (`jobs` selects `jobs.*`, not `jobsx.*`). Keyword
+/// arguments are taken and ignored, as Salt's are.
+async fn list_runner_functions(call: Call) -> Result<Value, ExecError> {
+    let selectors = names(&call);
+    let names: BTreeSet<&str> = crate::runners::RUNNERS
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| {
+            selectors.is_empty()
+                || selectors.iter().any(|sel| {
+                    if sel.contains('*') || sel.contains('.') {
+                        fnmatch(name, sel)
+                    } else {
+                        name.starts_with(&format!("{sel}."))
+                    }
+                })
+        })
+        .collect();
+    Ok(names.into_iter().collect())
+}
+
+const RUNNER_DOC_DOC: &str = "Return the docs of all runners, or of the runner modules and
+functions named. Names may be globs.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' sys.runner_doc
+    salt '*' sys.runner_doc jobs
+    salt '*' sys.runner_doc jobs.lookup_jid 'manage.*'
+";
+
+/// Salt's `sys.runner_doc`: each selected runner's doc, reStructuredText directives stripped,
+/// selected as `sys.doc` selects functions.
+async fn runner_doc(call: Call) -> Result<Value, ExecError> {
+    let selectors = names(&call);
+    let docs: Map<String, Value> = crate::runners::RUNNERS
+        .iter()
+        .filter(|(name, _)| doc_selected(name, &selectors))
+        .map(|(name, doc)| ((*name).to_owned(), Value::String(strip_rst(doc))))
+        .collect();
+    Ok(Value::Object(docs))
 }
 
 const ARGSPEC_DOC: &str = "Return the argument specification of the functions of a module, or of
@@ -408,13 +474,58 @@ mod tests {
                 "sys.argspec",
                 "sys.doc",
                 "sys.list_functions",
-                "sys.list_modules"
+                "sys.list_modules",
+                "sys.list_runner_functions",
+                "sys.runner_doc"
             ]
         );
         let all = run("sys.doc", json!([])).await;
         assert_eq!(
             all.ret.as_object().map(|m| m.len()),
             Some(function_names().len())
+        );
+    }
+
+    /// The master's runners, selected as Salt's `sys.list_runner_functions` and
+    /// `sys.runner_doc` select them (shapes recorded from `salt-call --local` in
+    /// tests/tests/e2e/data/alcali/salt-3007.8-initdb.txt: a sorted list of names; a mapping
+    /// of name to doc).
+    #[tokio::test]
+    async fn runners_are_listed_and_documented_as_salt_does() {
+        let all = run("sys.list_runner_functions", json!([])).await.ret;
+        let names: Vec<&str> = crate::runners::RUNNERS.iter().map(|(n, _)| *n).collect();
+        assert_eq!(all, json!(names));
+        assert!(names.contains(&"jobs.lookup_jid") && names.contains(&"doc.wheel"));
+        assert!(names.windows(2).all(|w| w[0] < w[1]), "sorted and unique");
+        let jobs = run("sys.list_runner_functions", json!(["jobs"])).await.ret;
+        let jobs: Vec<String> = serde_json::from_value(jobs).unwrap();
+        assert!(!jobs.is_empty() && jobs.iter().all(|n| n.starts_with("jobs.")));
+        let glob = run("sys.list_runner_functions", json!(["jobs.l*", "doc.wheel"]))
+            .await
+            .ret;
+        assert!(glob.as_array().unwrap().contains(&json!("jobs.lookup_jid")));
+        assert!(glob.as_array().unwrap().contains(&json!("doc.wheel")));
+        assert!(!glob.as_array().unwrap().contains(&json!("jobs.active")));
+        // Garbage keyword arguments are taken, as Salt's **kwargs takes them.
+        check(
+            "sys.list_runner_functions",
+            json!(["nosuchrunner"]),
+            json!({"junk": 1}),
+            json!([]),
+            0,
+        )
+        .await;
+
+        let docs = run("sys.runner_doc", json!([])).await.ret;
+        assert_eq!(docs.as_object().unwrap().len(), names.len());
+        let one = run("sys.runner_doc", json!(["jobs.lookup_jid"])).await.ret;
+        let one = one.as_object().unwrap();
+        assert_eq!(one.keys().collect::<Vec<_>>(), ["jobs.lookup_jid"]);
+        assert!(one["jobs.lookup_jid"].as_str().unwrap().len() > 10);
+        let module = run("sys.runner_doc", json!(["doc."])).await.ret;
+        assert_eq!(
+            module.as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["doc.wheel"]
         );
     }
 }

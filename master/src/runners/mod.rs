@@ -4,6 +4,7 @@
 
 mod args;
 mod cache;
+mod doc;
 mod external;
 mod jobs;
 mod manage;
@@ -60,6 +61,7 @@ pub fn table() -> Vec<&'static Runner> {
         .chain(cache::RUNNERS)
         .chain(misc::RUNNERS)
         .chain(state::RUNNERS)
+        .chain(doc::RUNNERS)
         .collect()
 }
 
@@ -182,4 +184,30 @@ pub async fn execute(
         json!({"fun": runner_fun, "fun_args": fun_args, "jid": jid, "return": outcome.ret, "success": outcome.success, "user": user}),
     );
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    /// A minion's `sys.list_runner_functions` and `sys.runner_doc` read
+    /// `saltq_exec::runners::RUNNERS`: it must be this table, names and docs. On a difference
+    /// the message is the table to paste there.
+    #[test]
+    fn minions_list_every_built_in_runner() {
+        let mut ours: Vec<(&str, &str)> = super::table()
+            .iter()
+            .map(|r| (r.spec.name, r.spec.doc))
+            .collect();
+        ours.sort();
+        let theirs: Vec<(&str, &str)> = saltq_exec::runners::RUNNERS.to_vec();
+        if ours != theirs {
+            let mut text = String::from("pub const RUNNERS: &[(&str, &str)] = &[\n");
+            for (name, doc) in &ours {
+                text.push_str(&format!("    ({name:?}, {doc:?}),\n"));
+            }
+            text.push_str("];\n");
+            panic!(
+                "exec/src/runners.rs differs from the master's runners; it should read:\n{text}"
+            );
+        }
+    }
 }

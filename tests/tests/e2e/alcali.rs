@@ -4,15 +4,19 @@
 //! (`master_job_cache: mysql`, `event_return: mysql`), and calls saltq's salt-api with pepper.
 //! Headless Chromium logs in through Alcali's login page, runs `test.ping` from its run page and
 //! sees the result, then finds the job on Alcali's jobs page; the database is checked to hold
-//! the job's load (with the eauth user), its return and its events as Salt writes them.
+//! the job's load (with the eauth user), its return and its events as Salt writes them. Then it
+//! refreshes Alcali's key list (its keys page) and clicks Settings → "Parse modules from"
+//! (Alcali's "initialize database": `sys.list_functions`, `sys.doc`,
+//! `sys.list_runner_functions` and `sys.runner_doc` on the minion, the `doc.wheel` runner),
+//! and the functions land in Alcali's `salt_functions` table.
 //!
 //! Alcali is set up as its docs say: a database of its own (created here and dropped after),
 //! `alcali migrate`, `alcali createsuperuser`, its user's token from `alcali manage_token`,
 //! and gunicorn with the settings of Alcali's own gunicorn config. Alcali logs in to salt-api
-//! as its user with that token as the password and `SALT_AUTH` as the eauth; Alcali's docs
-//! name the `rest` eauth (calling back into Alcali) or its own `alcali` eauth module (Python
-//! for Salt's loader), which saltq does not have, so the token is the user's password in a
-//! `file` eauth list here.
+//! as its user with that token as the password, with `SALT_AUTH=rest`: the master's
+//! `external_auth: rest: ^url` is Alcali's own `/api/token/verify/`, which answers 200 and `[]`
+//! for a user's token, and the user's permissions are the config's entry for them, as in
+//! Alcali's docs.
 //!
 //! Needs `SALTQ_TEST_ALCALI` (a venv with `alcali` and `mysqlclient`), `SALTQ_TEST_CHROMIUM`
 //! (the browser) and `SALTQ_TEST_MYSQL` (`mysql://user[:password]@host[:port]/db` of a server
@@ -122,7 +126,7 @@ fn alcali_env(t: &Tools, db_name: &str, salt_url: &str) -> Vec<(String, String)>
         ("SECRET_KEY", &format!("saltq-e2e-{}", std::process::id())),
         ("ALLOWED_HOSTS", "127.0.0.1"),
         ("SALT_URL", salt_url),
-        ("SALT_AUTH", "file"),
+        ("SALT_AUTH", "rest"),
         ("MASTER_MINION_ID", ""),
     ]
     .into_iter()
@@ -267,23 +271,19 @@ fn alcali_logs_in_runs_test_ping_and_lists_the_job() {
         .trim()
         .to_owned();
 
-    // saltq: salt-api with the `file` eauth, Salt's job cache tables in Alcali's database.
-    let master = Master::start_with(|dir| {
-        let users = dir.join("alcali-users.txt");
-        std::fs::write(&users, format!("{USER}:{token}\n")).expect("users file");
+    // saltq: salt-api with the `rest` eauth asking Alcali (on the port it is started on below),
+    // with the entry of Alcali's docs for its user; Salt's job cache tables in Alcali's database.
+    let addr = format!("127.0.0.1:{}", free_port());
+    let master = Master::start_with(|_dir| {
         format!(
             "auto_accept: true\n\
-             external_auth:\n  file:\n    ^filename: {}\n    {USER}: ['.*', '@runner', '@wheel', '@jobs']\n\
+             external_auth:\n  rest:\n    ^url: http://{addr}/api/token/verify/\n    {USER}: ['.*', '@runner', '@wheel']\n\
              netapi_enable_clients: [local, local_async, runner, runner_async, wheel, wheel_async]\n\
              rest_cherrypy: {{port: 0, host: 127.0.0.1}}\n\
              master_job_cache: mysql\n\
              event_return: mysql\n\
              mysql.host: {}\nmysql.port: {}\nmysql.user: {}\nmysql.pass: '{}'\nmysql.db: {db_name}\n",
-            users.display(),
-            t.db.host,
-            t.db.port,
-            t.db.user,
-            t.db.pass,
+            t.db.host, t.db.port, t.db.user, t.db.pass,
         )
     });
     let _minion = master.minion(MINION, "");
@@ -305,7 +305,6 @@ fn alcali_logs_in_runs_test_ping_and_lists_the_job() {
         .unwrap_or_default()
         .trim()
         .to_owned();
-    let addr = format!("127.0.0.1:{}", free_port());
     let log_path = master.dir.0.join("alcali.log");
     let log = std::fs::File::create(&log_path).expect("alcali log");
     let _alcali = Running(
@@ -324,6 +323,26 @@ fn alcali_logs_in_runs_test_ping_and_lists_the_job() {
         Duration::from_secs(60),
         || (http_status(&addr) == Some(200)).then_some(()),
     );
+
+    // The rest eauth, straight: Alcali vouches for its user's token and for nothing else.
+    let raw = crate::saltapi::Api::new(&master, true);
+    let login = |password: &str| {
+        raw.json(
+            "POST",
+            "/login",
+            None,
+            &serde_json::json!({"username": USER, "password": password, "eauth": "rest"}),
+        )
+    };
+    let ok = login(&token);
+    assert_eq!(ok.status, 200, "{ok:?}");
+    assert_eq!(
+        ok.json()["return"][0]["perms"],
+        serde_json::json!([".*", "@runner", "@wheel"]),
+        "{ok:?}"
+    );
+    let refused = login("not-the-token");
+    assert_eq!(refused.status, 401, "{refused:?}");
 
     // The browser: login page, run page, jobs page.
     let shots = artifacts();
@@ -345,9 +364,16 @@ fn alcali_logs_in_runs_test_ping_and_lists_the_job() {
     );
     let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("browse.py printed no JSON ({e}): {stdout}"));
+    println!("browse.py: {}", seen["steps"]);
     for shot in seen["screenshots"].as_array().expect("screenshots") {
         println!("screenshot: {}", shot.as_str().unwrap_or_default());
     }
+    let initdb = seen["initdb"].as_str().expect("initialize database text");
+    assert_eq!(
+        initdb,
+        format!("refreshed modules using {MINION}"),
+        "Alcali's answer to Parse modules"
+    );
     let ran = seen["run"].as_str().expect("run text");
     assert!(
         ran.contains(&format!("{MINION}:")) && ran.contains("True"),
@@ -375,6 +401,24 @@ fn alcali_logs_in_runs_test_ping_and_lists_the_job() {
             (events >= 2).then_some(row)
         },
     );
+    // What "initialize database" stored: the minion's functions, the runners and the wheel
+    // functions, each with its doc.
+    let functions: Value =
+        serde_json::from_str(&db.script(&["functions"])).expect("db.py prints JSON");
+    for (kind, name) in [
+        ("local", "test.ping"),
+        ("local", "sys.runner_doc"),
+        ("runner", "jobs.lookup_jid"),
+        ("runner", "doc.wheel"),
+        ("wheel", "key.list_all"),
+    ] {
+        let doc = functions[kind][name].as_str().unwrap_or_default();
+        assert!(
+            !doc.trim().is_empty(),
+            "{kind} function {name} with its doc in salt_functions: {}",
+            functions[kind]
+        );
+    }
     let load = &row["load"];
     assert_eq!(load["fun"], "test.ping", "jids.load of {jid}: {row}");
     assert_eq!(load["tgt"], MINION, "jids.load of {jid}: {row}");

@@ -3,7 +3,8 @@
 //! `data/saltapi/gen.py eauth`): argument-restricted `external_auth` entries, the `auto`
 //! backend, and `pam` against a system user and group the test creates (root only: skipped
 //! with a message otherwise), through the raw API and, when `SALTQ_TEST_PEPPER` is set,
-//! pepper's `-a pam`.
+//! pepper's `-a pam`; and the `rest` backend against a password checker on loopback (Salt's
+//! answers for `rest.py` are in `netapi/testdata/salt_rest_eauth.out`).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -276,4 +277,115 @@ fn pam_logs_in_a_system_user() {
     assert_eq!(v["return"][0]["m1"]["ret"], json!(true), "{out}");
     let o = pepper("wrong");
     assert!(!o.status.success(), "pepper -a pam with a wrong password");
+}
+
+/// A password checker on loopback for the `rest` backend: password `pw` gets 200 and
+/// `["test.*"]` (permissions Salt's `rest.acl` adds), anything else 401; it stops answering
+/// (the port closes) once `stop` is set and one more connection arrives.
+fn rest_checker(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> String {
+    use std::io::{Read, Write};
+    use std::sync::atomic::Ordering;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr").to_string();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            if stop.load(Ordering::SeqCst) {
+                return;
+            }
+            let Ok(mut s) = s else { continue };
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !String::from_utf8_lossy(&got).contains("password=") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            let text = String::from_utf8_lossy(&got);
+            let reply = if text.ends_with("&password=pw") {
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n[\"test.*\"]"
+            } else {
+                "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n"
+            };
+            let _ = s.write_all(reply.as_bytes());
+        }
+    });
+    addr
+}
+
+/// The `rest` backend (Salt's `salt/auth/rest.py`): a form POSTed to `^url`, 200 lets in and
+/// the answered list adds permissions for a `/run` call that carries the credentials; a token
+/// has the config's (none here, as Salt with `keep_acl_in_token: false`); a wrong password, and
+/// a `^url` that no longer answers, are 401 with a log line naming why.
+#[test]
+fn rest_backend_asks_its_url() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = Arc::new(AtomicBool::new(false));
+    let checker = rest_checker(stop.clone());
+    let master = Master::start_with(|_| {
+        format!(
+            "auto_accept: true\n\
+             external_auth:\n  rest:\n    ^url: http://{checker}/verify\n\
+             netapi_enable_clients: [local, runner]\n\
+             rest_cherrypy: {{port: 0, host: 127.0.0.1}}\n"
+        )
+    });
+    let _m = master.minion("m1", "");
+    master.wait_for("m1");
+    let api = Api::new(&master, true);
+    let run = |password: &str, fun: &str| {
+        api.json(
+            "POST",
+            "/run",
+            None,
+            &json!([{"client": "local", "tgt": "m1", "fun": fun,
+                     "username": "frank", "password": password, "eauth": "rest"}]),
+        )
+    };
+    let r = run("pw", "test.ping");
+    assert_eq!(r.json(), json!({"return": [{"m1": true}]}), "{r:?}");
+    let r = run("pw", "cmd.run");
+    assert_eq!(r.status, 401, "cmd.run is not in [\"test.*\"]: {r:?}");
+    let r = run("wrong", "test.ping");
+    assert_eq!(r.status, 401, "{r:?}");
+
+    // A token: logged in, with the config's permissions (none).
+    let token = login(&api, "frank", "pw", "rest");
+    let r = api.json(
+        "POST",
+        "/",
+        Some(&token),
+        &json!([{"client": "local", "tgt": "m1", "fun": "test.ping"}]),
+    );
+    assert_eq!(r.status, 401, "{r:?}");
+
+    // The checker gone: refused, and the log says where the master could not reach.
+    stop.store(true, Ordering::SeqCst);
+    let _ = std::net::TcpStream::connect(&checker);
+    let r = api.json(
+        "POST",
+        "/login",
+        None,
+        &json!({"username": "frank", "password": "pw", "eauth": "rest"}),
+    );
+    assert_eq!(r.status, 401, "{r:?}");
+    eventually(
+        "the master's log naming the unreachable ^url",
+        std::time::Duration::from_secs(10),
+        || {
+            let log = std::fs::read_to_string(master.log()).unwrap_or_default();
+            log.lines()
+                .any(|l| {
+                    l.contains("eauth rest: cannot POST to ^url")
+                        && l.contains(&format!("http://{checker}/verify"))
+                })
+                .then_some(())
+        },
+    );
+    let log = std::fs::read_to_string(master.log()).unwrap_or_default();
+    assert!(
+        log.contains("answered status 401, not 200"),
+        "the wrong password's refusal is logged"
+    );
 }

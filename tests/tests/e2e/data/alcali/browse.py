@@ -11,9 +11,12 @@ as from a person.
 
 Steps: log in through the login page, open the run page, run `test.ping` on MINION, wait for
 its result, then open the jobs page and wait for the job's row with USER as its user (Alcali
-reads it from Salt's `salt_returns` and `jids` tables). A screenshot is saved after each of
-the two; the last line printed is JSON: {"run": text of the results card, "jobs": [text of
-each such row], "screenshots": [paths]}. Any failure exits non-zero with what was being waited for, the page's
+reads it from Salt's `salt_returns` and `jids` tables). Then refresh Alcali's key list on its
+keys page (its settings page offers the accepted minions it holds), and on the settings page
+pick MINION under "Parse modules from" and submit (Alcali's "initialize database"), waiting for
+Alcali's answer. A screenshot is saved after each of the three; the last line printed is JSON:
+{"run": text of the results card, "jobs": [text of each such row], "initdb": Alcali's answer,
+"screenshots": [paths], "steps": [when each step ended]}. Any failure exits non-zero with what was being waited for, the page's
 text and its console messages, and a screenshot of the moment.
 """
 
@@ -134,17 +137,17 @@ class Browser:
             raise Failure(f"page script failed: {r['exceptionDetails']}")
         return r["result"].get("value")
 
-    def until(self, what, expression):
+    def until(self, what, expression, timeout=STEP_TIMEOUT):
         """Polls a JavaScript expression until it is truthy; returns its value."""
-        deadline = time.monotonic() + STEP_TIMEOUT
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             v = self.js(expression)
             if v:
                 return v
             time.sleep(0.2)
-        raise Failure(f"timed out after {STEP_TIMEOUT} s waiting for {what}")
+        raise Failure(f"timed out after {timeout} s waiting for {what}")
 
-    def click(self, what, expression):
+    def click(self, what, expression, timeout=STEP_TIMEOUT):
         """Clicks, with the mouse, the middle of the element `expression` finds."""
         rect = self.until(
             what,
@@ -154,6 +157,7 @@ class Browser:
                 const r = e.getBoundingClientRect();
                 return r.width > 0 ? {{x: r.x + r.width / 2, y: r.y + r.height / 2}} : null;
             }})()""",
+            timeout,
         )
         for kind in ("mousePressed", "mouseReleased"):
             self.call(
@@ -219,6 +223,14 @@ def field(label):
         .map(e => e.querySelector('input'))[0]"""
 
 
+def slot(label):
+    """JavaScript finding the clickable box of the Vuetify field (a select) labelled `label`."""
+    return f"""[...document.querySelectorAll('.v-input')]
+        .filter(e => e.offsetParent !== null)
+        .filter(e => (e.querySelector('label')?.textContent || '').trim() === {json.dumps(label)})
+        .map(e => e.querySelector('.v-input__slot'))[0]"""
+
+
 def button(text):
     """JavaScript finding the visible button reading `text`."""
     return f"""[...document.querySelectorAll('button')]
@@ -231,6 +243,12 @@ def main():
     url = url.rstrip("/")
     os.makedirs(artifacts, exist_ok=True)
     shots = []
+    steps = []
+    started = time.monotonic()
+
+    def step(name):
+        steps.append(f"{name} at {time.monotonic() - started:.1f} s")
+
     with tempfile.TemporaryDirectory(prefix="alcali-chromium-") as profile:
         b = Browser(chromium, profile)
         try:
@@ -248,6 +266,7 @@ def main():
                 "!!(JSON.parse(localStorage.getItem('vuex') || '{}').settings || {}).Layout",
             )
 
+            step("logged in")
             # The run page: test.ping on the minion.
             b.goto(f"{url}/#/run")
             b.fill(("Target", minion), ("Function", "test.ping"))
@@ -261,6 +280,7 @@ def main():
             )
             shots.append(b.screenshot(os.path.join(artifacts, "run-test-ping.png")))
 
+            step("test.ping ran")
             # The jobs page, read from Salt's tables: the job's row, with the user who ran
             # it. The page does not refresh itself, so it is reloaded until the row is there.
             b.goto(f"{url}/#/jobs")
@@ -281,6 +301,72 @@ def main():
             if not jobs:
                 raise Failure(f"no test.ping job of {user} on {minion} in the jobs table: {rows}")
             shots.append(b.screenshot(os.path.join(artifacts, "jobs.png")))
+
+            step("jobs listed")
+            # The keys page: its floating menu's refresh button reads the keys from salt-api
+            # (wheel key.list_all and key.finger) into Alcali's table.
+            b.goto(f"{url}/#/keys")
+            b.click("the keys page's floating menu", "document.querySelector('.v-speed-dial button')")
+            b.click(
+                "the refresh-keys button",
+                """[...document.querySelectorAll('.v-speed-dial__list button')]
+                    .filter(e => e.textContent.trim() === 'refresh')[0]""",
+            )
+            b.until(
+                f"Alcali's 'Keys refreshed' and {minion} in the keys table",
+                f"""document.body.innerText.includes('Keys refreshed')
+                    && [...document.querySelectorAll('table tbody tr')]
+                        .some(r => r.innerText.includes({json.dumps(minion)}))""",
+            )
+
+            step("keys refreshed")
+            # The settings page: "Parse modules from" the minion, submitted. Alcali answers
+            # "refreshed modules using MINION", or an error, in a toast.
+            b.goto(f"{url}/#/settings")
+            # The page redraws as its data arrives, which can drop a choice: chosen again
+            # until the select shows it.
+            selected = f"""[...document.querySelectorAll('.v-input')]
+                .filter(e => (e.querySelector('label')?.textContent || '').trim() === 'Target')
+                .some(e => (e.querySelector('.v-select__selection')?.innerText || '').trim()
+                           === {json.dumps(minion)})"""
+            item = f"""[...document.querySelectorAll('.menuable__content__active .v-list-item')]
+                .filter(e => e.innerText.trim() === {json.dumps(minion)})[0]"""
+            for _ in range(10):
+                if b.js(selected):
+                    break
+                if not b.js(f"!!({item})"):
+                    b.click("the Target select", slot("Target"))
+                try:
+                    b.click(f"{minion} in the Target list", item, timeout=5)
+                except Failure:
+                    pass
+                time.sleep(0.5)
+            b.until(f"{minion} chosen as the Target", selected)
+            # The row's own Submit (the first on the page; the user settings have another).
+            b.click(
+                "the Parse modules Submit button",
+                """(() => { const e = [...document.querySelectorAll('button')]
+                    .filter(e => e.offsetParent !== null
+                                 && e.textContent.trim().toLowerCase() === 'submit')[0];
+                    return e && !e.disabled ? e : null; })()""",
+            )
+            step("submitted")
+            answer = f"refreshed modules using {minion}"
+            initdb = b.until(
+                "Alcali's answer to Parse modules",
+                f"""(() => {{ const t = document.body.innerText;
+                    if (t.includes({json.dumps(answer)})) return {json.dumps(answer)};
+                    const e = [...document.querySelectorAll('.v-snack__content, [role=alert]')]
+                        .map(e => e.innerText.trim())
+                        .filter(t => t && !/Parse module started|Keys refreshed|Refreshing keys/.test(t));
+                    return e.length ? 'error: ' + e.join(' | ') : null;
+                }})()""",
+                timeout=300,
+            )
+            step("answered")
+            shots.append(b.screenshot(os.path.join(artifacts, "initialize-database.png")))
+            if initdb != answer:
+                raise Failure(f"Parse modules failed: {initdb}")
         except Failure as e:
             try:
                 shots.append(b.screenshot(os.path.join(artifacts, "failure.png")))
@@ -291,10 +377,15 @@ def main():
             print(f"page text:\n{text}", file=sys.stderr)
             print("console:\n" + "\n".join(b.console), file=sys.stderr)
             print(f"screenshots: {shots}", file=sys.stderr)
+            print(f"steps: {steps}", file=sys.stderr)
             b.close()
             sys.exit(1)
         b.close()
-    print(json.dumps({"run": run, "jobs": jobs, "screenshots": shots}))
+    print(
+        json.dumps(
+            {"run": run, "jobs": jobs, "initdb": initdb, "screenshots": shots, "steps": steps}
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ Alcali's own environment variables DB_HOST, DB_PORT, DB_USER, DB_PASS and DB_NAM
     db.py job JID         prints as JSON what Salt's tables hold of job JID:
                           {"load": <jids.load>, "returns": [{"id", "fun", "success",
                           "full_ret"}...], "events": [tags of salt_events with JID]}
+    db.py functions       prints as JSON Alcali's salt_functions table (what its "initialize
+                          database" stored): {type: {name: description}}
 """
 
 import json
@@ -58,8 +60,15 @@ def main():
         cur.execute("SELECT tag FROM salt_events WHERE tag LIKE %s", (f"%{jid}%",))
         events = [t for (t,) in cur.fetchall()]
         print(json.dumps({"load": load, "returns": returns, "events": events}))
+    elif what == "functions":
+        cur = connect(name).cursor()
+        cur.execute("SELECT type, name, description FROM salt_functions")
+        out = {}
+        for kind, fun, doc in cur.fetchall():
+            out.setdefault(kind, {})[fun] = doc
+        print(json.dumps(out))
     else:
-        sys.exit(f"usage: {sys.argv[0]} create | drop | job JID")
+        sys.exit(f"usage: {sys.argv[0]} create | drop | job JID | functions")
 
 
 if __name__ == "__main__":
