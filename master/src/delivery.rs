@@ -44,6 +44,8 @@ pub trait Delivery: Send + Sync {
     fn is_connected(&self, id: &str) -> bool;
     /// Ids with a live subscription, sorted.
     fn connected(&self) -> Vec<String>;
+    /// How many minions have a live subscription (no copy of the ids: `/metrics` asks often).
+    fn connected_count(&self) -> usize;
 }
 
 /// A connected minion's subscription.
@@ -128,6 +130,10 @@ impl Delivery for Subscriptions {
         let mut v: Vec<String> = self.lock().keys().cloned().collect();
         v.sort();
         v
+    }
+
+    fn connected_count(&self) -> usize {
+        self.lock().len()
     }
 }
 

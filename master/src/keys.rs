@@ -430,6 +430,16 @@ impl KeyStore {
         out
     }
 
+    /// How many keys each state holds, every state listed (`/metrics`: no copy of the ids).
+    pub fn counts(&self) -> Vec<(KeyState, usize)> {
+        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let mut n: BTreeMap<KeyState, usize> = KeyState::ALL.iter().map(|s| (*s, 0)).collect();
+        for (state, _) in keys.keys() {
+            *n.entry(*state).or_default() += 1;
+        }
+        n.into_iter().collect()
+    }
+
     /// Accepted ids.
     pub fn accepted(&self) -> Vec<String> {
         self.list().remove(&KeyState::Accepted).unwrap_or_default()

@@ -569,10 +569,10 @@ async fn probe(
             Ok(()) => (200, "text/plain", "ready\n".into()),
         },
         "/metrics" => {
-            let keys = master.keys.list();
+            let keys = master.keys.counts();
             let gauges = crate::metrics::Gauges {
-                connected: master.connected().len(),
-                keys: keys.iter().map(|(s, ids)| (s.name(), ids.len())).collect(),
+                connected: master.connected_count(),
+                keys: keys.iter().map(|(s, n)| (s.name(), *n)).collect(),
                 cluster: master.cluster.as_ref().map(|c| c.gauges()),
                 cache_transactions: master.cache.stats().transactions,
                 handshakes: crate::metrics::Handshakes::read(handshakes),

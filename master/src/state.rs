@@ -148,6 +148,11 @@ impl Master {
         self.delivery.connected()
     }
 
+    /// How many minions have a live subscription.
+    pub fn connected_count(&self) -> usize {
+        self.delivery.connected_count()
+    }
+
     /// Validates a publish request against this master's nodegroups.
     pub fn validate(&self, req: pb::PublishRequest) -> Result<(PublishSpec, Target), Status> {
         crate::load::validate(req, &self.cfg.nodegroups)

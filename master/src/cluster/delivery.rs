@@ -334,4 +334,8 @@ impl Delivery for ClusterDelivery {
     fn connected(&self) -> Vec<String> {
         self.lock().connected()
     }
+
+    fn connected_count(&self) -> usize {
+        self.lock().connected_count()
+    }
 }

@@ -133,6 +133,11 @@ impl Routes {
         v
     }
 
+    /// How many minions are connected to any replica.
+    pub fn connected_count(&self) -> usize {
+        self.holders.len()
+    }
+
     /// Minions connected to this replica, with when, for a snapshot.
     pub fn mine(&self) -> Vec<(String, i64)> {
         self.holders
