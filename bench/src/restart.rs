@@ -116,8 +116,10 @@ impl Ctx {
                 per * 1e3,
                 waited / (done + failed).max(1.0) * 1e3
             );
-            admission.push(json!({"completed": done, "failed": failed, "refused_busy": refused,
-                                  "handshake_seconds": hs, "wait_seconds": waited}));
+            admission.push(
+                json!({"completed": done, "failed": failed, "refused_busy": refused,
+                                  "handshake_seconds": hs, "wait_seconds": waited}),
+            );
             let mut client = master.client().await?;
             let o = run_job(&mut client, "*", "test.ping", 30.0).await?;
             if o.returned as usize != n {

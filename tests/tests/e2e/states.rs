@@ -1,6 +1,8 @@
 //! The state system end to end: a sandboxed state tree served by a real master's fileserver,
 //! applied by a real minion through the CLI, compared with what Salt 3007.8 answered for the
-//! same tree (`data/states/recorded.json`, made by `data/states/gen.py`).
+//! same tree (`data/states/recorded.json`, made by `data/states/gen.py`), and the text and
+//! exit status of the CLI compared with Salt's `salt` on a real master and minion
+//! (`data/states/cli_recorded.json`, made by `data/states/gen_cli.py`).
 
 use std::path::{Path, PathBuf};
 
@@ -257,5 +259,132 @@ fn a_second_state_run_is_refused_unless_it_queues() {
         ret["result"],
         json!(true),
         "queued behind the slow run, then ran: {o:?}"
+    );
+}
+
+/// What Salt's `salt` CLI printed for a case of `data/states/gen_cli.py`: the text and the
+/// exit status.
+fn recorded_cli(case: &str) -> (String, i32) {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/data/states/cli_recorded.json");
+    let all: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let c = &all[case];
+    assert!(c.is_object(), "no recording for {case}");
+    (
+        c["text"].as_str().unwrap().to_owned(),
+        i32::try_from(c["exit"].as_i64().unwrap()).unwrap(),
+    )
+}
+
+/// The highstate text with what differs from run to run replaced: times of day
+/// (`Started: 10:20:35.627776`), durations (`Duration: 4.961 ms`, `Total run time: 1.2 s`)
+/// and the value under a `pid:` key.
+fn normalize_highstate_text(text: &str) -> String {
+    /// `rest` with a leading number (digits, `:` and `.`) and its unit (` ms`, ` s`) cut, and
+    /// whether a number was there (a run over a second prints seconds).
+    fn cut_number(rest: &str) -> (&str, bool) {
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ':'))
+            .unwrap_or(rest.len());
+        let after = &rest[end..];
+        let after = after
+            .strip_prefix(" ms")
+            .or_else(|| after.strip_prefix(" s"))
+            .unwrap_or(after);
+        (after, end > 0)
+    }
+    let mut lines = Vec::new();
+    let mut after_pid = false;
+    for line in text.lines() {
+        if after_pid {
+            after_pid = false;
+            let t = line.trim_start();
+            if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) {
+                lines.push(format!("{}<pid>", &line[..line.len() - t.len()]));
+                continue;
+            }
+        }
+        after_pid = line.trim() == "pid:";
+        let mut out = String::new();
+        let mut rest = line;
+        'scan: loop {
+            for lead in ["Started: ", "Duration: ", "Total run time: "] {
+                if let Some(at) = rest.find(lead) {
+                    let (num_rest, had) = cut_number(rest[at + lead.len()..].trim_start());
+                    if had {
+                        out.push_str(&rest[..at]);
+                        out.push_str(lead);
+                        out.push_str("<t>");
+                        rest = num_rest;
+                        continue 'scan;
+                    }
+                }
+            }
+            out.push_str(rest);
+            break;
+        }
+        lines.push(out);
+    }
+    lines.join("\n")
+}
+
+#[test]
+fn the_highstate_text_and_exit_status_are_salts() {
+    let (master, _minion) = web1();
+    let scratch = Scratch::new("states-cli");
+    let first = scratch.0.join("out-first");
+    let fresh = scratch.0.join("out-test");
+    std::fs::create_dir_all(&first).unwrap();
+    std::fs::create_dir_all(&fresh).unwrap();
+    // As gen_cli.py runs them: the same out folder for all but `test`, `fail-please` there
+    // for `onfail` only.
+    for (case, args, out, fail) in [
+        ("first", &["state.apply"][..], &first, false),
+        ("second", &["state.apply"][..], &first, false),
+        ("onfail", &["state.apply", "common,web"][..], &first, true),
+        ("test", &["state.apply", "test=True"][..], &fresh, false),
+        (
+            "extend_error",
+            &["state.apply", "web.extra"][..],
+            &first,
+            false,
+        ),
+        (
+            "terse",
+            &["state.apply", "--state-output=terse"][..],
+            &first,
+            false,
+        ),
+    ] {
+        let flag = out.join("fail-please");
+        if fail {
+            std::fs::write(&flag, "").unwrap();
+        }
+        let pillar = format!("pillar={{\"out\": \"{}\"}}", out.display());
+        let mut a = vec!["web1"];
+        a.extend_from_slice(args);
+        a.extend([pillar.as_str(), "-t", "60"]);
+        let o = master.saltq(&a);
+        if fail {
+            std::fs::remove_file(&flag).unwrap();
+        }
+        let (want_text, want_code) = recorded_cli(case);
+        let got = o.stdout.replace(&out.display().to_string(), "{out}");
+        assert_eq!(
+            normalize_highstate_text(&got),
+            normalize_highstate_text(&want_text),
+            "{case}: saltq printed\n{}",
+            o.stdout
+        );
+        assert_eq!(o.code, want_code, "{case}: exit status, {o:?}");
+    }
+}
+
+#[test]
+fn the_text_normalisation_keeps_what_it_must() {
+    let t = "     Started: 10:20:35.627776\n    Duration: 4.961 ms\n              pid:\n                  18124\n  Name: x - Result: Clean - Started: 10:20:43.658280 - Duration: 5.813 ms\nTotal run time:  980.427 ms\nTotal run time:   1.2 s\n     Comment: Duration: none";
+    assert_eq!(
+        normalize_highstate_text(t),
+        "     Started: <t>\n    Duration: <t>\n              pid:\n                  <pid>\n  Name: x - Result: Clean - Started: <t> - Duration: <t>\nTotal run time: <t>\nTotal run time: <t>\n     Comment: Duration: none"
     );
 }
