@@ -1,6 +1,8 @@
 //! The whole path, as a minion runs it: `state.*` through the engine (fileserver, renderer,
 //! compiler, runner) on the recorded requisite and compile cases, compared with what Salt
-//! 3007.8 answered (`data/requisites`, `data/compile`). Where the engine's composition
+//! 3007.8 answered (`data/requisites`, `data/compile`), and sequences of state-function calls
+//! on one minion (`data/state_funcs`: `sls_id`, `test`, `exclude=`, `saltenv=`, top-file
+//! options and matchers, requests, pause and soft_kill of a running job). Where the engine's composition
 //! differs from Salt's the case is listed with the difference, so it shows when fixed.
 
 mod common;

@@ -388,3 +388,84 @@ fn the_text_normalisation_keeps_what_it_must() {
         "     Started: <t>\n    Duration: <t>\n              pid:\n                  <pid>\n  Name: x - Result: Clean - Started: <t> - Duration: <t>\nTotal run time: <t>\nTotal run time: <t>\n     Comment: Duration: none"
     );
 }
+
+/// The states of a run by tag, with what Salt's recording kept comparable: result, comment,
+/// `__run_num__` (timings and the command's pid left out), `tmp` as `{TMP}`.
+fn run_outline(ret: &Value, tmp: &str) -> Value {
+    let Some(m) = ret.as_object() else {
+        return ret.clone();
+    };
+    Value::Object(
+        m.iter()
+            .map(|(tag, s)| {
+                (
+                    tag.replace(tmp, "{TMP}"),
+                    json!({
+                        "result": s["result"],
+                        "comment": s["comment"].as_str().map(|c| c.replace(tmp, "{TMP}")),
+                        "__run_num__": s["__run_num__"],
+                    }),
+                )
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn soft_kill_of_one_state_stops_a_running_job_as_salt_does() {
+    // The tree and Salt's answer are those of the state_funcs case `soft_kill_running_state`
+    // (states/tests/data/state_funcs): salt-call ran `state.sls k`, and while its first state
+    // ran, `state.soft_kill <its jid> third`.
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../states/tests/data/state_funcs");
+    let cases: Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("cases.json")).unwrap()).unwrap();
+    let case = cases
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "soft_kill_running_state")
+        .unwrap();
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("recorded.json")).unwrap())
+            .unwrap();
+    let want = &recorded["soft_kill_running_state"];
+    let scratch = Scratch::new("states-softkill");
+    let tree = scratch.0.join("tree");
+    let tmp = scratch.0.join("tmp");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
+    let tmp_s = tmp.display().to_string();
+    let sls = case["files"]["base/k.sls"].as_str().unwrap();
+    std::fs::write(tree.join("k.sls"), sls.replace("{TMP}", &tmp_s)).unwrap();
+    let master = Master::start(&format!(
+        "auto_accept: true\nfile_roots:\n  base:\n    - {}\n",
+        tree.display()
+    ));
+    let _minion = master.minion("web1", "");
+    master.wait_for("web1");
+
+    let o = master.saltq(&["web1", "state.sls", "k", "--async"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let jid = o.stdout.trim().rsplit(' ').next().unwrap().to_owned();
+    saltq_tests::eventually(
+        "the first state to start",
+        std::time::Duration::from_secs(20),
+        || tmp.join("started").exists().then_some(()),
+    );
+    let o = master.saltq(&["web1", "state.soft_kill", &jid, "third", "--out", "json"]);
+    assert_eq!(o.json(), json!({"web1": want[0]["return"]}), "{o:?}");
+    let got = saltq_tests::eventually(
+        "the killed job's return",
+        std::time::Duration::from_secs(30),
+        || {
+            let o = master.saltq(&["jobs", "lookup", &jid, "--out", "json"]);
+            let ret = o.json()["web1"].clone();
+            ret.is_object().then_some(ret)
+        },
+    );
+    assert_eq!(
+        run_outline(&got, &tmp_s),
+        run_outline(&want[1]["return"], "{TMP}"),
+        "first and second ran, third was not started: {got}"
+    );
+}
