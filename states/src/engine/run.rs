@@ -3,7 +3,6 @@
 //! `salt/modules/state.py`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use saltq_exec::{Call, CallContext, ExecError};
 use serde_json::{Map, Value, json};
@@ -13,7 +12,9 @@ use crate::compile::calls::{self, CompileOptions, Highstate, split_mods};
 use crate::compile::top::{Minion, TopOptions};
 use crate::compile::{SlsSource, high_to_low};
 use crate::render::RenderContext;
-use crate::run::{EX_STATE_COMPILER_ERROR, EX_STATE_FAILURE, RunControl, RunOptions, retcode, run};
+use crate::run::{
+    EX_STATE_COMPILER_ERROR, EX_STATE_FAILURE, RunControl, RunOptions, retcode, run, run_id,
+};
 use saltq_semantics::Nodegroups;
 
 use super::options;
@@ -116,8 +117,12 @@ pub(super) async fn state_run(call: Call) -> Result<Value, ExecError> {
     };
     match call.fun {
         "state.apply" | "state.test" => {
+            // `state.test` takes `*args`: it has no `mods` parameter.
             let mods = call
-                .opt_arg("mods")
+                .bound
+                .params
+                .get("mods")
+                .filter(|v| !v.is_null())
                 .cloned()
                 .or_else(|| call.varargs().first().cloned());
             match mods {
@@ -265,25 +270,20 @@ async fn sls(call: &Call, setup: &Setup, mods: &[String], mode: Mode) -> Result<
                 Ok(c) => c,
                 Err(errs) => return Ok(errors(call, errs, EX_STATE_COMPILER_ERROR)),
             };
-            let chunks = match &mode {
-                Mode::Id(id) => {
-                    let id = id.as_str().map_or_else(|| id.to_string(), str::to_owned);
-                    let picked: Vec<_> = chunks
-                        .into_iter()
-                        .filter(|c| c.get("__id__").and_then(Value::as_str) == Some(id.as_str()))
-                        .collect();
-                    if picked.is_empty() {
-                        return Err(ExecError::invocation(format!(
-                            "No matches for ID '{id}' found in SLS '{}' within saltenv '{}'",
-                            mods.join(","),
-                            setup.saltenv
-                        )));
-                    }
-                    picked
-                }
-                _ => chunks,
+            let id = match &mode {
+                Mode::Id(id) => Some(id.as_str().map_or_else(|| id.to_string(), str::to_owned)),
+                _ => None,
             };
-            let ret = run_chunks(call, setup, chunks).await;
+            let ret = run_chunks(call, setup, chunks, id.as_deref()).await;
+            if let Some(id) = id
+                && ret.as_object().is_some_and(Map::is_empty)
+            {
+                return Err(ExecError::invocation(format!(
+                    "No matches for ID '{id}' found in SLS '{}' within saltenv '{}'",
+                    mods.join(","),
+                    setup.saltenv
+                )));
+            }
             finish(call, ret, Some(&high))
         }
     }
@@ -323,31 +323,27 @@ fn disabled(ctx: &CallContext) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Runs the chunks with the run's options; `state.pause`/`soft_kill` reach it through the
-/// job's pause file, read every second.
-async fn run_chunks(call: &Call, setup: &Setup, chunks: Vec<Map<String, Value>>) -> Value {
-    let control = RunControl::default();
+/// Runs the chunks with the run's options (only those of state ID `id` and what they
+/// require, for `state.sls_id`); `state.pause`/`soft_kill` reach the run through the job's
+/// pause file, read before each state and removed afterwards.
+async fn run_chunks(
+    call: &Call,
+    setup: &Setup,
+    chunks: Vec<Map<String, Value>>,
+    id: Option<&str>,
+) -> Value {
     let jid = own_jid(call);
-    let watcher = (!jid.is_empty()).then(|| {
-        let path = pause::path(&cachedir(&setup.ctx), &jid);
-        let control = control.clone();
-        tokio::spawn(async move {
-            loop {
-                match pause::decide(&pause::read(&path), "__all__") {
-                    pause::Action::Kill => control.soft_kill(),
-                    pause::Action::Wait(_) => control.pause(),
-                    pause::Action::Run => control.resume(),
-                }
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        })
-    });
     let mut opts = run_options(call, setup);
-    opts.control = control;
-    let ret = run(chunks, &setup.ctx, &opts).await;
-    if let Some(w) = watcher {
-        w.abort();
-        let _ = std::fs::remove_file(pause::path(&cachedir(&setup.ctx), &jid));
+    let pause_file = (!jid.is_empty()).then(|| pause::path(&cachedir(&setup.ctx), &jid));
+    if let Some(path) = &pause_file {
+        opts.control = RunControl::default().with_pause_file(path.clone());
+    }
+    let ret = match id {
+        Some(id) => run_id(chunks, id, &setup.ctx, &opts).await,
+        None => run(chunks, &setup.ctx, &opts).await,
+    };
+    if let Some(path) = pause_file {
+        let _ = std::fs::remove_file(path);
     }
     Value::Object(ret)
 }
@@ -576,7 +572,7 @@ async fn highstate(
         Ok(c) => c,
         Err(errs) => return Ok(errors(call, errs, EX_STATE_COMPILER_ERROR)),
     };
-    let ret = run_chunks(call, setup, chunks).await;
+    let ret = run_chunks(call, setup, chunks, None).await;
     finish(call, ret, Some(&high))
 }
 

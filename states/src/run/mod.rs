@@ -35,4 +35,4 @@ mod runner;
 mod slots;
 
 pub use retcode::{EX_STATE_COMPILER_ERROR, EX_STATE_FAILURE, check_result, retcode};
-pub use runner::{KEY_ORDER, RunControl, RunOptions, call_high, run, single, tag_of};
+pub use runner::{KEY_ORDER, RunControl, RunOptions, call_high, run, run_id, single, tag_of};

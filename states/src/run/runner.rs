@@ -121,6 +121,9 @@ pub struct RunControl(Arc<(Mutex<ControlState>, Condvar)>);
 struct ControlState {
     paused: bool,
     killed: bool,
+    /// The job's pause file (`<cachedir>/state_pause/<jid>`), read before each state as
+    /// Salt's `check_pause` reads it, so `state.pause`/`soft_kill` can name one state.
+    pause_file: Option<std::path::PathBuf>,
 }
 
 impl RunControl {
@@ -141,23 +144,45 @@ impl RunControl {
         self.0.1.notify_all();
     }
 
+    /// Also obeys the job's pause file at `path` (see [`crate::engine::pause`]).
+    pub fn with_pause_file(self, path: std::path::PathBuf) -> Self {
+        self.lock().pause_file = Some(path);
+        self
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, ControlState> {
         self.0.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// `check_pause`: waits while paused; true when the run must stop.
-    async fn check(&self) -> bool {
+    /// `check_pause` before the state `id`: waits while paused; true when the run must stop.
+    /// The pause file is read once a second, as Salt reads it; a pause with a duration ends
+    /// when that many seconds have passed.
+    async fn check(&self, id: &str) -> bool {
+        use crate::engine::pause::{Action, decide, read};
+        let start = std::time::Instant::now();
         loop {
-            {
+            let file = {
                 let st = self.lock();
                 if st.killed {
                     return true;
                 }
-                if !st.paused {
-                    return false;
+                if st.paused {
+                    None
+                } else {
+                    match &st.pause_file {
+                        None => return false,
+                        Some(path) => Some(decide(&read(path), id)),
+                    }
                 }
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            };
+            let wait = match file {
+                None => Duration::from_millis(100),
+                Some(Action::Run) => return false,
+                Some(Action::Kill) => return true,
+                Some(Action::Wait(Some(d))) if start.elapsed().as_secs_f64() > d => return false,
+                Some(Action::Wait(_)) => Duration::from_secs(1),
+            };
+            tokio::time::sleep(wait).await;
         }
     }
 }
@@ -227,6 +252,34 @@ pub async fn run(
     let ret = runner.call_chunks(chunks.clone()).await;
     let ret = runner.call_listen(&chunks, ret).await;
     // Salt deletes the run's accumulator data when call_high ends.
+    crate::modules::file::reset_accumulators();
+    ret
+}
+
+/// Runs the chunks of one state ID as `state.sls_id` does: each through `call_chunk` with
+/// every chunk of the run at hand (so its requisites run first) and a fresh record of what
+/// ran, the answers merged. Empty when no chunk has that ID.
+pub async fn run_id(
+    chunks: Vec<Map<String, Value>>,
+    id: &str,
+    ctx: &CallContext,
+    opts: &RunOptions,
+) -> Map<String, Value> {
+    let mut runner = Runner::new(ctx, opts);
+    runner.index = ChunkIndex::new(&chunks);
+    runner.chunks = chunks;
+    let mut ret = Map::new();
+    for idx in 0..runner.chunks.len() {
+        if runner.chunks[idx].get("__id__").map(py_str).as_deref() != Some(id) {
+            continue;
+        }
+        runner.running = Map::new();
+        runner.active.clear();
+        runner.call_chunk(idx, 0).await;
+        runner.reconcile_all().await;
+        runner.running.shift_remove("__FAILHARD__");
+        ret.extend(std::mem::take(&mut runner.running));
+    }
     crate::modules::file::reset_accumulators();
     ret
 }
@@ -372,7 +425,11 @@ impl Runner {
                 }
                 let tag = tag_of(&self.chunks[idx]);
                 if !self.running.contains_key(&tag) {
-                    if self.opts.control.check().await {
+                    let id = self.chunks[idx]
+                        .get("__id__")
+                        .map(py_str)
+                        .unwrap_or_default();
+                    if self.opts.control.check(&id).await {
                         break;
                     }
                     self.call_chunk(idx, 0).await;

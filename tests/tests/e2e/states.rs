@@ -1,6 +1,8 @@
 //! The state system end to end: a sandboxed state tree served by a real master's fileserver,
 //! applied by a real minion through the CLI, compared with what Salt 3007.8 answered for the
-//! same tree (`data/states/recorded.json`, made by `data/states/gen.py`).
+//! same tree (`data/states/recorded.json`, made by `data/states/gen.py`), and the text and
+//! exit status of the CLI compared with Salt's `salt` on a real master and minion
+//! (`data/states/cli_recorded.json`, made by `data/states/gen_cli.py`).
 
 use std::path::{Path, PathBuf};
 
@@ -257,5 +259,213 @@ fn a_second_state_run_is_refused_unless_it_queues() {
         ret["result"],
         json!(true),
         "queued behind the slow run, then ran: {o:?}"
+    );
+}
+
+/// What Salt's `salt` CLI printed for a case of `data/states/gen_cli.py`: the text and the
+/// exit status.
+fn recorded_cli(case: &str) -> (String, i32) {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/data/states/cli_recorded.json");
+    let all: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let c = &all[case];
+    assert!(c.is_object(), "no recording for {case}");
+    (
+        c["text"].as_str().unwrap().to_owned(),
+        i32::try_from(c["exit"].as_i64().unwrap()).unwrap(),
+    )
+}
+
+/// The highstate text with what differs from run to run replaced: times of day
+/// (`Started: 10:20:35.627776`), durations (`Duration: 4.961 ms`, `Total run time: 1.2 s`)
+/// and the value under a `pid:` key.
+fn normalize_highstate_text(text: &str) -> String {
+    /// `rest` with a leading number (digits, `:` and `.`) and its unit (` ms`, ` s`) cut, and
+    /// whether a number was there (a run over a second prints seconds).
+    fn cut_number(rest: &str) -> (&str, bool) {
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ':'))
+            .unwrap_or(rest.len());
+        let after = &rest[end..];
+        let after = after
+            .strip_prefix(" ms")
+            .or_else(|| after.strip_prefix(" s"))
+            .unwrap_or(after);
+        (after, end > 0)
+    }
+    let mut lines = Vec::new();
+    let mut after_pid = false;
+    for line in text.lines() {
+        if after_pid {
+            after_pid = false;
+            let t = line.trim_start();
+            if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) {
+                lines.push(format!("{}<pid>", &line[..line.len() - t.len()]));
+                continue;
+            }
+        }
+        after_pid = line.trim() == "pid:";
+        let mut out = String::new();
+        let mut rest = line;
+        'scan: loop {
+            for lead in ["Started: ", "Duration: ", "Total run time: "] {
+                if let Some(at) = rest.find(lead) {
+                    let (num_rest, had) = cut_number(rest[at + lead.len()..].trim_start());
+                    if had {
+                        out.push_str(&rest[..at]);
+                        out.push_str(lead);
+                        out.push_str("<t>");
+                        rest = num_rest;
+                        continue 'scan;
+                    }
+                }
+            }
+            out.push_str(rest);
+            break;
+        }
+        lines.push(out);
+    }
+    lines.join("\n")
+}
+
+#[test]
+fn the_highstate_text_and_exit_status_are_salts() {
+    let (master, _minion) = web1();
+    let scratch = Scratch::new("states-cli");
+    let first = scratch.0.join("out-first");
+    let fresh = scratch.0.join("out-test");
+    std::fs::create_dir_all(&first).unwrap();
+    std::fs::create_dir_all(&fresh).unwrap();
+    // As gen_cli.py runs them: the same out folder for all but `test`, `fail-please` there
+    // for `onfail` only.
+    for (case, args, out, fail) in [
+        ("first", &["state.apply"][..], &first, false),
+        ("second", &["state.apply"][..], &first, false),
+        ("onfail", &["state.apply", "common,web"][..], &first, true),
+        ("test", &["state.apply", "test=True"][..], &fresh, false),
+        (
+            "extend_error",
+            &["state.apply", "web.extra"][..],
+            &first,
+            false,
+        ),
+        (
+            "terse",
+            &["state.apply", "--state-output=terse"][..],
+            &first,
+            false,
+        ),
+    ] {
+        let flag = out.join("fail-please");
+        if fail {
+            std::fs::write(&flag, "").unwrap();
+        }
+        let pillar = format!("pillar={{\"out\": \"{}\"}}", out.display());
+        let mut a = vec!["web1"];
+        a.extend_from_slice(args);
+        a.extend([pillar.as_str(), "-t", "60"]);
+        let o = master.saltq(&a);
+        if fail {
+            std::fs::remove_file(&flag).unwrap();
+        }
+        let (want_text, want_code) = recorded_cli(case);
+        let got = o.stdout.replace(&out.display().to_string(), "{out}");
+        assert_eq!(
+            normalize_highstate_text(&got),
+            normalize_highstate_text(&want_text),
+            "{case}: saltq printed\n{}",
+            o.stdout
+        );
+        assert_eq!(o.code, want_code, "{case}: exit status, {o:?}");
+    }
+}
+
+#[test]
+fn the_text_normalisation_keeps_what_it_must() {
+    let t = "     Started: 10:20:35.627776\n    Duration: 4.961 ms\n              pid:\n                  18124\n  Name: x - Result: Clean - Started: 10:20:43.658280 - Duration: 5.813 ms\nTotal run time:  980.427 ms\nTotal run time:   1.2 s\n     Comment: Duration: none";
+    assert_eq!(
+        normalize_highstate_text(t),
+        "     Started: <t>\n    Duration: <t>\n              pid:\n                  <pid>\n  Name: x - Result: Clean - Started: <t> - Duration: <t>\nTotal run time: <t>\nTotal run time: <t>\n     Comment: Duration: none"
+    );
+}
+
+/// The states of a run by tag, with what Salt's recording kept comparable: result, comment,
+/// `__run_num__` (timings and the command's pid left out), `tmp` as `{TMP}`.
+fn run_outline(ret: &Value, tmp: &str) -> Value {
+    let Some(m) = ret.as_object() else {
+        return ret.clone();
+    };
+    Value::Object(
+        m.iter()
+            .map(|(tag, s)| {
+                (
+                    tag.replace(tmp, "{TMP}"),
+                    json!({
+                        "result": s["result"],
+                        "comment": s["comment"].as_str().map(|c| c.replace(tmp, "{TMP}")),
+                        "__run_num__": s["__run_num__"],
+                    }),
+                )
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn soft_kill_of_one_state_stops_a_running_job_as_salt_does() {
+    // The tree and Salt's answer are those of the state_funcs case `soft_kill_running_state`
+    // (states/tests/data/state_funcs): salt-call ran `state.sls k`, and while its first state
+    // ran, `state.soft_kill <its jid> third`.
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../states/tests/data/state_funcs");
+    let cases: Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("cases.json")).unwrap()).unwrap();
+    let case = cases
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "soft_kill_running_state")
+        .unwrap();
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("recorded.json")).unwrap())
+            .unwrap();
+    let want = &recorded["soft_kill_running_state"];
+    let scratch = Scratch::new("states-softkill");
+    let tree = scratch.0.join("tree");
+    let tmp = scratch.0.join("tmp");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
+    let tmp_s = tmp.display().to_string();
+    let sls = case["files"]["base/k.sls"].as_str().unwrap();
+    std::fs::write(tree.join("k.sls"), sls.replace("{TMP}", &tmp_s)).unwrap();
+    let master = Master::start(&format!(
+        "auto_accept: true\nfile_roots:\n  base:\n    - {}\n",
+        tree.display()
+    ));
+    let _minion = master.minion("web1", "");
+    master.wait_for("web1");
+
+    let o = master.saltq(&["web1", "state.sls", "k", "--async"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let jid = o.stdout.trim().rsplit(' ').next().unwrap().to_owned();
+    saltq_tests::eventually(
+        "the first state to start",
+        std::time::Duration::from_secs(20),
+        || tmp.join("started").exists().then_some(()),
+    );
+    let o = master.saltq(&["web1", "state.soft_kill", &jid, "third", "--out", "json"]);
+    assert_eq!(o.json(), json!({"web1": want[0]["return"]}), "{o:?}");
+    let got = saltq_tests::eventually(
+        "the killed job's return",
+        std::time::Duration::from_secs(30),
+        || {
+            let o = master.saltq(&["jobs", "lookup", &jid, "--out", "json"]);
+            let ret = o.json()["web1"].clone();
+            ret.is_object().then_some(ret)
+        },
+    );
+    assert_eq!(
+        run_outline(&got, &tmp_s),
+        run_outline(&want[1]["return"], "{TMP}"),
+        "first and second ran, third was not started: {got}"
     );
 }
