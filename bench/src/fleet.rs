@@ -246,6 +246,7 @@ impl Master {
             trust: ServerTrust::Ca(load_certs(&pki.join("ca.crt"))?),
             limits: Limits::default(),
             connect_timeout: Duration::from_secs(10),
+            reuse: None,
         };
         Ok(saltq_transport::connect(&opts).await?)
     }

@@ -136,7 +136,7 @@ fn summary(s: &Summary, unit: &str) -> String {
 /// The figures as a Markdown table.
 pub fn table(figures: &[Figure]) -> String {
     let mut out = String::from(
-        "| scenario | saltq median (min–max) | Salt 3007.8, same run | Salt ÷ saltq | target | met |\n\
+        "| scenario | saltq median (min–max) | Salt 3007.8, same run | saltq better by | target | met |\n\
          |---|---|---|---|---|---|\n",
     );
     for f in figures {

@@ -155,6 +155,7 @@ impl ConnectArgs {
                 ..Limits::default()
             },
             connect_timeout: Duration::from_secs(5),
+            reuse: None,
         })
     }
 

@@ -124,6 +124,8 @@ pub struct Handshakes {
     pub wait_seconds: f64,
     /// Seconds from a turn to the handshake's end, summed.
     pub handshake_seconds: f64,
+    /// Handshakes that resumed a TLS session.
+    pub resumed: u64,
 }
 
 impl Handshakes {
@@ -136,6 +138,7 @@ impl Handshakes {
             refused_busy: n(&s.refused_busy),
             wait_seconds: n(&s.wait_micros) as f64 / 1e6,
             handshake_seconds: n(&s.handshake_micros) as f64 / 1e6,
+            resumed: n(&s.resumed),
         }
     }
 }
@@ -185,13 +188,16 @@ impl Metrics {
              saltq_handshakes_total{{outcome=\"completed\"}} {}\n\
              saltq_handshakes_total{{outcome=\"failed\"}} {}\n\
              saltq_handshakes_total{{outcome=\"refused_busy\"}} {}\n\
+             # HELP saltq_handshakes_resumed_total New connections that resumed a TLS session (a ticket of this master or of its previous process).\n\
+             # TYPE saltq_handshakes_resumed_total counter\n\
+             saltq_handshakes_resumed_total {}\n\
              # HELP saltq_handshake_wait_seconds_total Time admitted connections waited for their turn.\n\
              # TYPE saltq_handshake_wait_seconds_total counter\n\
              saltq_handshake_wait_seconds_total {}\n\
              # HELP saltq_handshake_seconds_total Time from a connection's turn to the end of its handshake.\n\
              # TYPE saltq_handshake_seconds_total counter\n\
              saltq_handshake_seconds_total {}",
-            h.completed, h.failed, h.refused_busy, h.wait_seconds, h.handshake_seconds
+            h.completed, h.failed, h.refused_busy, h.resumed, h.wait_seconds, h.handshake_seconds
         );
         counter(
             &mut out,
@@ -297,6 +303,7 @@ mod tests {
                 refused_busy: 2,
                 wait_seconds: 0.5,
                 handshake_seconds: 0.25,
+                resumed: 4,
             },
         });
         assert!(
@@ -307,6 +314,7 @@ mod tests {
             text.contains("saltq_handshakes_total{outcome=\"refused_busy\"} 2"),
             "{text}"
         );
+        assert!(text.contains("saltq_handshakes_resumed_total 4"), "{text}");
         assert!(
             text.contains("saltq_handshake_seconds_total 0.25"),
             "{text}"

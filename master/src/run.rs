@@ -156,7 +156,19 @@ pub fn ensure_pki(cfg: &MasterConfig) -> anyhow::Result<Ca> {
 /// previous process at their next packet, so minions reconnect at once rather than after
 /// their idle timeout.
 fn reset_key(pki_dir: &Path) -> anyhow::Result<Vec<u8>> {
-    let path = pki_dir.join("quic_reset.key");
+    kept_secret(&pki_dir.join("quic_reset.key"))
+}
+
+/// The TLS session-ticket secret in `pki_dir/tls_ticket.key`, created on first start. The
+/// same secret after a restart lets the minions that reconnect resume their TLS sessions
+/// (no certificate verified or signed: a fleet's reconnect costs a fraction of the CPU).
+fn ticket_key(pki_dir: &Path) -> anyhow::Result<Vec<u8>> {
+    kept_secret(&pki_dir.join("tls_ticket.key"))
+}
+
+/// A secret of the master's kept in `path` (mode 0600), made on first use.
+fn kept_secret(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let path = path.to_path_buf();
     match std::fs::read(&path) {
         Ok(key) if key.len() >= 32 => return Ok(key),
         Ok(_) => tracing::warn!("{} is too short, making a new one", path.display()),
@@ -223,6 +235,10 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
             quic: cfg.quic,
             h2: cfg.h2,
             reset_key: Some(reset_key(&cfg.pki_dir).map_err(|e| {
+                let code = io_code(&e);
+                StartError { code, error: e }
+            })?),
+            ticket_key: Some(ticket_key(&cfg.pki_dir).map_err(|e| {
                 let code = io_code(&e);
                 StartError { code, error: e }
             })?),

@@ -56,6 +56,7 @@ async fn fetch_pillar(cfg: &MinionConfig) -> anyhow::Result<(Value, Channel)> {
             trust: trust.clone(),
             limits: cfg.limits.clone(),
             connect_timeout: Duration::from_secs(10),
+            reuse: None,
         };
         let ch = match connect(&opts).await {
             Ok(ch) => ch,

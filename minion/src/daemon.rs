@@ -246,6 +246,7 @@ pub async fn run_with(
         .with_retry_dns(cfg.retry_dns)
         .with_busy_wait(cfg.random_reauth_delay);
     let mut phase = Phase::Idle;
+    let reuse = Arc::new(saltq_transport::client::TlsReuse::default());
     let mut decided = Some(link.start());
     loop {
         // Carry out what the link decided, if it was asked.
@@ -254,7 +255,8 @@ pub async fn run_with(
             match action {
                 Action::Dial => {
                     tracing::debug!(master = %masters[link.master()], "dialing the master");
-                    let opts = connect_options(&cfg, &masters[link.master()], &ident, &trust);
+                    let opts =
+                        connect_options(&cfg, &masters[link.master()], &ident, &trust, &reuse);
                     let endpoint = shared.endpoint.clone();
                     phase = Phase::Dialing(Box::pin(async move {
                         connect_via(&opts, endpoint.as_ref()).await
@@ -628,12 +630,14 @@ fn moving_on(masters: &[MasterAddr], from: &MasterAddr, link: &Link, action: Act
     }
 }
 
-/// How to dial `master`.
+/// How to dial `master`; `sessions` keeps the TLS session tickets from one dial to the next
+/// (a reconnect, even to a restarted master, resumes its session).
 fn connect_options(
     cfg: &MinionConfig,
     master: &MasterAddr,
     ident: &saltq_transport::pki::CertKey,
     trust: &saltq_transport::tls::ServerTrust,
+    reuse: &Arc<saltq_transport::client::TlsReuse>,
 ) -> ConnectOptions {
     ConnectOptions {
         host: master.host.clone(),
@@ -643,6 +647,7 @@ fn connect_options(
         trust: trust.clone(),
         limits: cfg.limits.clone(),
         connect_timeout: Duration::from_secs(10),
+        reuse: Some(reuse.clone()),
     }
 }
 

@@ -67,6 +67,87 @@ pub struct ConnectOptions {
     pub limits: Limits,
     /// Give up dialling after this long.
     pub connect_timeout: Duration,
+    /// What is kept from one dial to the next so a reconnect resumes its TLS session (see
+    /// [`crate::tickets`]); `None`: every dial a full handshake.
+    pub reuse: Option<Arc<TlsReuse>>,
+}
+
+/// What a client keeps between dials so that a reconnect resumes its TLS session: the TLS
+/// configuration, with the session tickets it has received. rustls resumes a ticket only
+/// under the configuration (the same verifier and certificate resolver) that received it,
+/// so the configuration is built once per identity, trust and protocol, not per dial; a
+/// renewed certificate builds a new one (and does one full handshake).
+#[derive(Default)]
+pub struct TlsReuse {
+    built: std::sync::Mutex<Vec<(Vec<u8>, Arc<rustls::ClientConfig>)>>,
+}
+
+impl TlsReuse {
+    /// The configuration for `opts` and `alpn`, built on first use.
+    fn config(
+        &self,
+        opts: &ConnectOptions,
+        alpn: &[u8],
+    ) -> Result<Arc<rustls::ClientConfig>, tls::TlsError> {
+        let key = config_key(opts, alpn);
+        let mut built = self.built.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, cfg)) = built.iter().find(|(k, _)| *k == key) {
+            return Ok(cfg.clone());
+        }
+        let cfg = Arc::new(tls::client_config(&opts.identity, &opts.trust, alpn)?);
+        // One per protocol: what an older identity or trust built is of no use any more.
+        built.retain(|(k, _)| !k.starts_with(&alpn_tag(alpn)));
+        built.push((key, cfg.clone()));
+        Ok(cfg)
+    }
+}
+
+fn alpn_tag(alpn: &[u8]) -> Vec<u8> {
+    let mut t = (alpn.len() as u32).to_be_bytes().to_vec();
+    t.extend_from_slice(alpn);
+    t
+}
+
+/// What a client TLS configuration is built from: the protocol, then a digest of the
+/// identity's chain and the trust.
+fn config_key(opts: &ConnectOptions, alpn: &[u8]) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for c in &opts.identity.chain {
+        h.update((c.len() as u64).to_be_bytes());
+        h.update(c.as_ref());
+    }
+    match &opts.trust {
+        ServerTrust::Ca(cas) => {
+            h.update(b"ca");
+            for c in cas {
+                h.update((c.len() as u64).to_be_bytes());
+                h.update(c.as_ref());
+            }
+        }
+        ServerTrust::FirstUse {
+            master_finger,
+            pinned,
+        } => {
+            h.update(b"first use");
+            h.update(master_finger.as_deref().unwrap_or_default());
+            h.update((Arc::as_ptr(pinned) as usize).to_be_bytes());
+        }
+    }
+    let mut key = alpn_tag(alpn);
+    key.extend_from_slice(&h.finalize());
+    key
+}
+
+/// The TLS configuration of one dial: kept from earlier dials when `opts` says so.
+fn dial_config(
+    opts: &ConnectOptions,
+    alpn: &[u8],
+) -> Result<Arc<rustls::ClientConfig>, tls::TlsError> {
+    match &opts.reuse {
+        Some(r) => r.config(opts, alpn),
+        None => tls::client_config(&opts.identity, &opts.trust, alpn).map(Arc::new),
+    }
 }
 
 impl ConnectOptions {
@@ -369,8 +450,7 @@ pub async fn connect_via(
     let server_name = ServerName::try_from(opts.host.clone()).map_err(|e| fail(&e))?;
     match opts.transport {
         TransportKind::Quic => {
-            let tls = tls::client_config(&opts.identity, &opts.trust, tls::ALPN_H3)
-                .map_err(|e| fail(&e))?;
+            let tls = dial_config(opts, tls::ALPN_H3).map_err(|e| fail(&e))?;
             let crypto =
                 quinn::crypto::rustls::QuicClientConfig::try_from(tls).map_err(|e| fail(&e))?;
             let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
@@ -399,9 +479,8 @@ pub async fn connect_via(
             })
         }
         TransportKind::H2 => {
-            let tls = tls::client_config(&opts.identity, &opts.trust, tls::ALPN_H2)
-                .map_err(|e| fail(&e))?;
-            let connector = tokio_rustls::TlsConnector::from(Arc::new(tls));
+            let tls = dial_config(opts, tls::ALPN_H2).map_err(|e| fail(&e))?;
+            let connector = tokio_rustls::TlsConnector::from(tls);
             let name = server_name.to_owned();
             let svc = tower::service_fn(move |_uri: http::Uri| {
                 let connector = connector.clone();

@@ -96,6 +96,9 @@ pub enum IdentityError {
     /// The certificate could not be parsed.
     #[error(transparent)]
     Pki(#[from] pki::PkiError),
+    /// A resumed session's certificate no longer passes (see [`Trust::issuer_of`]).
+    #[error("the certificate of the resumed session is refused: {0}")]
+    Refused(crate::tls::Refusal),
 }
 
 /// Decides who the peer is from the chain it presented, already verified by [`crate::tls`].
@@ -108,7 +111,9 @@ pub fn identify(
         .ok_or(IdentityError::NoCertificate)?;
     let subject = pki::subject(leaf)?;
     let name = subject.common_name.ok_or(IdentityError::NoCommonName)?;
-    let issuer = trust.issuer_of(leaf, chain.map(|c| &c[1..]).unwrap_or_default());
+    let issuer = trust
+        .issuer_of(leaf, chain.map(|c| &c[1..]).unwrap_or_default())
+        .map_err(IdentityError::Refused)?;
     let client = match issuer {
         Issuer::MasterCa => subject.org_unit.as_deref() == Some(CLIENT_OU),
         Issuer::ClientCa => true,

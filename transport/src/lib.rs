@@ -9,6 +9,7 @@ pub mod identity;
 pub mod pki;
 pub mod reload;
 pub mod server;
+pub mod tickets;
 pub mod tls;
 pub mod udp;
 pub mod value;

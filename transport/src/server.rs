@@ -59,6 +59,9 @@ pub struct ListenConfig {
     pub h2: Option<SocketAddr>,
     /// The QUIC stateless-reset secret, kept across restarts (see [`crate::udp::endpoint`]).
     pub reset_key: Option<Vec<u8>>,
+    /// The TLS session-ticket secret, kept across restarts (see [`crate::tickets`]); `None`:
+    /// no tickets, every connection does a full handshake.
+    pub ticket_key: Option<Vec<u8>>,
 }
 
 /// Errors binding the listeners.
@@ -105,6 +108,9 @@ pub struct HandshakeStats {
     /// Time from a turn to the end of the handshake, in microseconds, summed over completed
     /// and failed ones.
     pub handshake_micros: AtomicU64,
+    /// Session tickets opened: connections that resumed a TLS session (no certificate
+    /// verified or signed in their handshake).
+    pub resumed: AtomicU64,
 }
 
 impl Listeners {
@@ -121,6 +127,7 @@ impl Listeners {
         if cfg.quic.is_none() && cfg.h2.is_none() {
             return Err(BindError::NothingToServe);
         }
+        let handshakes = Arc::<HandshakeStats>::default();
         let h2 = match cfg.h2 {
             Some(addr) => {
                 let l = TcpListener::bind(addr)
@@ -130,7 +137,8 @@ impl Listeners {
                         addr,
                         source,
                     })?;
-                let tls = tls::server_config(identity, &trust, tls::ALPN_H2)?;
+                let mut tls = tls::server_config(identity, &trust, tls::ALPN_H2)?;
+                tickets(&mut tls, cfg.ticket_key.as_deref(), &handshakes);
                 Some((l, Arc::new(tls)))
             }
             None => None,
@@ -151,6 +159,7 @@ impl Listeners {
                 }
                 let mut tls = tls::server_config(identity, &trust, tls::ALPN_H3)?;
                 tls.max_early_data_size = 0;
+                tickets(&mut tls, cfg.ticket_key.as_deref(), &handshakes);
                 let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)
                     .map_err(|e| tls::TlsError::Anchor(format!("quic server config: {e}")))?;
                 let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
@@ -178,7 +187,7 @@ impl Listeners {
             h2,
             trust,
             limits,
-            handshakes: Arc::default(),
+            handshakes,
         })
     }
 
@@ -245,6 +254,15 @@ impl Listeners {
         let _ = shutdown.wait_for(|s| *s).await;
         while tasks.join_next().await.is_some() {}
         info!("listeners stopped");
+    }
+}
+
+/// Issues session tickets sealed with `secret` (one per connection: a minion keeps the
+/// latest), when there is one.
+fn tickets(tls: &mut rustls::ServerConfig, secret: Option<&[u8]>, stats: &Arc<HandshakeStats>) {
+    if let Some(secret) = secret {
+        tls.ticketer = Arc::new(crate::tickets::Tickets::new(secret, stats.clone()));
+        tls.send_tls13_tickets = 1;
     }
 }
 

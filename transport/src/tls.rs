@@ -131,6 +131,20 @@ pub enum Refusal {
     },
 }
 
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::UnknownIssuer => f.write_str("no trusted CA issued the certificate"),
+            Refusal::Expired { issuer, not_after } => write!(
+                f,
+                "the certificate issued by {} expired at {}",
+                issuer.describe(),
+                pki::format_time(*not_after)
+            ),
+        }
+    }
+}
+
 impl Refusal {
     fn rustls(&self) -> rustls::Error {
         match self {
@@ -278,16 +292,25 @@ impl Trust {
         Ok(issuer)
     }
 
-    /// Who vouched for an already verified certificate.
-    pub fn issuer_of(&self, leaf: &CertificateDer<'_>, rest: &[CertificateDer<'_>]) -> Issuer {
+    /// Who vouches for a peer's certificate: the verifier's verdict from the handshake just
+    /// done, or, when there is none (a resumed TLS session carries the chain of an earlier
+    /// handshake, perhaps of the master's previous process, and is not verified again by
+    /// rustls), a verification now: a certificate that expired or whose CA is no longer
+    /// trusted is refused as in a full handshake.
+    pub fn issuer_of(
+        &self,
+        leaf: &CertificateDer<'_>,
+        rest: &[CertificateDer<'_>],
+    ) -> Result<Issuer, Refusal> {
         let known = self
             .vouched
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&cert_digest(leaf, rest));
-        known
-            .or_else(|| self.vouch(leaf, rest).ok())
-            .unwrap_or(Issuer::SelfSigned)
+        match known {
+            Some(issuer) => Ok(issuer),
+            None => self.vouch(leaf, rest),
+        }
     }
 }
 
@@ -704,6 +727,20 @@ mod tests {
         .unwrap();
         assert_eq!(
             other.vouch(&stale[0], &stale[1..]),
+            Err(Refusal::UnknownIssuer)
+        );
+        // A resumed session brings a chain no verifier looked at in this process: it is
+        // verified then, and refused as in a full handshake once expired or no longer trusted.
+        assert_eq!(
+            trust.issuer_of(&fresh[0], &fresh[1..]),
+            Ok(Issuer::MasterCa)
+        );
+        assert!(matches!(
+            trust.issuer_of(&stale[0], &stale[1..]),
+            Err(Refusal::Expired { .. })
+        ));
+        assert_eq!(
+            other.issuer_of(&fresh[0], &fresh[1..]),
             Err(Refusal::UnknownIssuer)
         );
         // The handshake's verifier refuses it with TLS's own reason.

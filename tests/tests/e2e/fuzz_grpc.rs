@@ -723,6 +723,7 @@ async fn dial(
         trust: ServerTrust::Ca(load_certs(&master.pki_dir().join("ca.crt")).expect("ca")),
         limits: Limits::default(),
         connect_timeout: Duration::from_secs(10),
+        reuse: None,
     };
     connect(&opts).await.expect("connect")
 }

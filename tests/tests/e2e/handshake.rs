@@ -135,3 +135,59 @@ fn connections_beyond_max_handshakes_are_refused_as_busy_then_admitted() {
     let ok = master.saltq(&["--transport", "quic", "key", "-L"]);
     assert_eq!(ok.code, 0, "{ok:?}");
 }
+
+/// A counter from the master's `/metrics`.
+fn counter(master: &Master, name: &str) -> u64 {
+    let http = master.http.clone().expect("http address");
+    let (code, text) = crate::ops::get(&http, "/metrics");
+    assert_eq!(code, 200, "{text}");
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
+}
+
+/// A minion reconnecting to a restarted master resumes its TLS session with a ticket of the
+/// master's previous process (the ticket secret is kept in `pki_dir/tls_ticket.key`), so a
+/// fleet's reconnect verifies and signs nothing; with the secret gone, the same minion does a
+/// full handshake and is back all the same.
+#[test]
+fn a_restarted_master_resumes_its_minions_tls_sessions() {
+    let mut master = Master::start("auto_accept: true");
+    let _m = master.minion("res1", "");
+    master.wait_for("res1");
+    let resumed = "saltq_handshakes_resumed_total";
+    assert_eq!(counter(&master, resumed), 0, "a first connection");
+    assert!(master.pki_dir().join("tls_ticket.key").is_file());
+
+    // The minion's first connection trusted the master's CA on first use and pinned it; its
+    // next one trusts the pinned CA, another TLS configuration, so it starts a new session.
+    master.kill();
+    master.relaunch();
+    master.wait_for("res1");
+    assert_eq!(
+        counter(&master, resumed),
+        0,
+        "the first dial with the pinned CA"
+    );
+
+    // From then on a restart is a resumption.
+    master.kill();
+    master.relaunch();
+    master.wait_for("res1");
+    assert_eq!(
+        counter(&master, resumed),
+        1,
+        "the minion resumed its session"
+    );
+    assert_eq!(master.saltq(&["res1", "test.ping"]).code, 0);
+
+    std::fs::remove_file(master.pki_dir().join("tls_ticket.key")).unwrap();
+    master.restart();
+    master.wait_for("res1");
+    assert_eq!(
+        counter(&master, resumed),
+        0,
+        "a new secret opens no old ticket"
+    );
+    assert_eq!(master.saltq(&["res1", "test.ping"]).code, 0);
+}

@@ -97,6 +97,7 @@ async fn a_functions_outputter_travels_with_its_return() {
         trust: ServerTrust::Ca(load_certs(&pki.join("ca.crt")).expect("ca")),
         limits: Limits::default(),
         connect_timeout: Duration::from_secs(5),
+        reuse: None,
     };
     let mut c = JobServiceClient::new(connect(&opts).await.expect("connect as admin"));
     // grains.items asks for the nested outputter (Salt's __outputter__); test.ping asks for none.

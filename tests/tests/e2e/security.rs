@@ -46,6 +46,7 @@ async fn dial(
         trust: ServerTrust::Ca(load_certs(&master.pki_dir().join("ca.crt")).expect("ca")),
         limits: Limits::default(),
         connect_timeout: Duration::from_secs(5),
+        reuse: None,
     };
     connect(&opts).await
 }
