@@ -108,10 +108,11 @@ impl Ctx {
                 get("saltq_handshakes_total{outcome=\"refused_busy\"}"),
             );
             let hs = get("saltq_handshake_seconds_total");
+            let resumed = get("saltq_handshakes_resumed_total");
             let waited = get("saltq_handshake_wait_seconds_total");
             let per = hs / (done + failed).max(1.0);
             eprintln!(
-                "  restart {r}: handshakes completed {done}, failed {failed}, refused busy {refused}; \
+                "  restart {r}: handshakes completed {done} ({resumed} resumed), failed {failed}, refused busy {refused}; \
                  mean handshake {:.0} ms, mean queue wait {:.0} ms",
                 per * 1e3,
                 waited / (done + failed).max(1.0) * 1e3

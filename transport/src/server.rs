@@ -257,12 +257,12 @@ impl Listeners {
     }
 }
 
-/// Issues session tickets sealed with `secret` (one per connection: a minion keeps the
-/// latest), when there is one.
+/// Issues session tickets sealed with `secret`, when there is one: two per connection, since
+/// a client spends a ticket on every attempt, also one the admission turns away as busy.
 fn tickets(tls: &mut rustls::ServerConfig, secret: Option<&[u8]>, stats: &Arc<HandshakeStats>) {
     if let Some(secret) = secret {
         tls.ticketer = Arc::new(crate::tickets::Tickets::new(secret, stats.clone()));
-        tls.send_tls13_tickets = 1;
+        tls.send_tls13_tickets = 2;
     }
 }
 
