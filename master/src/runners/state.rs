@@ -155,6 +155,19 @@ async fn event(ctx: RunnerCtx, a: Args) -> Result<Value, String> {
     Ok(Value::Null)
 }
 
+/// `state.orchestrate_show_sls` and its alias `state.orch_show_sls`.
+const SHOW_SLS_PARAMS: &[(&str, Option<&str>)] = &[
+    ("mods", None),
+    ("saltenv", Some("\"base\"")),
+    ("test", Some("null")),
+    ("queue", Some("false")),
+    ("pillar", Some("null")),
+    ("pillarenv", Some("null")),
+    ("pillar_enc", Some("null")),
+];
+const SHOW_SLS_DOC: &str =
+    "Display the state data of an orchestration SLS as the master renders it.";
+
 /// The `state` runners.
 pub static RUNNERS: &[Runner] = &[
     Runner {
@@ -206,36 +219,20 @@ pub static RUNNERS: &[Runner] = &[
     Runner {
         spec: Spec {
             name: "state.orchestrate_show_sls",
-            params: &[
-                ("mods", None),
-                ("saltenv", Some("\"base\"")),
-                ("test", Some("null")),
-                ("queue", Some("false")),
-                ("pillar", Some("null")),
-                ("pillarenv", Some("null")),
-                ("pillar_enc", Some("null")),
-            ],
+            params: SHOW_SLS_PARAMS,
             varargs: false,
             kwargs: false,
-            doc: "Display the state data of an orchestration SLS as the master renders it.",
+            doc: SHOW_SLS_DOC,
         },
         run: |ctx, a| Box::pin(orchestrate_show_sls(ctx, a)),
     },
     Runner {
         spec: Spec {
             name: "state.orch_show_sls",
-            params: &[
-                ("mods", None),
-                ("saltenv", Some("\"base\"")),
-                ("test", Some("null")),
-                ("queue", Some("false")),
-                ("pillar", Some("null")),
-                ("pillarenv", Some("null")),
-                ("pillar_enc", Some("null")),
-            ],
+            params: SHOW_SLS_PARAMS,
             varargs: false,
             kwargs: false,
-            doc: "Display the state data of an orchestration SLS as the master renders it.",
+            doc: SHOW_SLS_DOC,
         },
         run: |ctx, a| Box::pin(orchestrate_show_sls(ctx, a)),
     },
