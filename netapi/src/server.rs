@@ -152,6 +152,19 @@ pub fn error_page(status: u16, message: &str) -> Reply {
     r
 }
 
+/// A handler's answer: its data with `status`, or its refusal.
+fn answer(
+    result: Result<Value, ApiError>,
+    status: StatusCode,
+    headers: &HeaderMap,
+    debug: bool,
+) -> Reply {
+    match result {
+        Ok(v) => data(status, &v, headers),
+        Err(e) => refuse(e, debug),
+    }
+}
+
 /// A refusal as CherryPy's error page; a failure (500) as salt-api's JSON for an unexpected
 /// error, its details only with `debug` (Salt shows the traceback then) and always in the log.
 fn refuse(e: ApiError, debug: bool) -> Reply {
@@ -376,10 +389,7 @@ async fn post_root(State(api): State<Shared>, headers: HeaderMap, body: Bytes) -
         Ok::<_, ApiError>(json!({ "return": out }))
     }
     .await;
-    match result {
-        Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e, api.cfg.debug),
-    }
+    answer(result, StatusCode::OK, &headers, api.cfg.debug)
 }
 
 async fn post_run(
@@ -399,10 +409,7 @@ async fn post_run(
         Ok::<_, ApiError>(json!({ "return": out }))
     }
     .await;
-    match result {
-        Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e, api.cfg.debug),
-    }
+    answer(result, StatusCode::OK, &headers, api.cfg.debug)
 }
 
 async fn post_login(
@@ -498,10 +505,7 @@ async fn post_token(
         Ok::<_, ApiError>(Value::Array(out))
     }
     .await;
-    match result {
-        Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e, api.cfg.debug),
-    }
+    answer(result, StatusCode::OK, &headers, api.cfg.debug)
 }
 
 async fn post_logout(State(api): State<Shared>, headers: HeaderMap) -> Reply {
@@ -552,10 +556,7 @@ async fn get_minions(
         Ok::<_, ApiError>(json!({ "return": [ret] }))
     }
     .await;
-    match result {
-        Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e, api.cfg.debug),
-    }
+    answer(result, StatusCode::OK, &headers, api.cfg.debug)
 }
 
 async fn post_minions(State(api): State<Shared>, headers: HeaderMap, body: Bytes) -> Reply {
@@ -575,10 +576,7 @@ async fn post_minions(State(api): State<Shared>, headers: HeaderMap, body: Bytes
         Ok::<_, ApiError>(json!({"return": out, "_links": {"jobs": links}}))
     }
     .await;
-    match result {
-        Ok(v) => data(StatusCode::ACCEPTED, &v, &headers),
-        Err(e) => refuse(e, api.cfg.debug),
-    }
+    answer(result, StatusCode::ACCEPTED, &headers, api.cfg.debug)
 }
 
 async fn get_jobs(
@@ -613,10 +611,7 @@ async fn get_jobs(
         }
     }
     .await;
-    match result {
-        Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e, api.cfg.debug),
-    }
+    answer(result, StatusCode::OK, &headers, api.cfg.debug)
 }
 
 async fn get_keys(
@@ -647,10 +642,7 @@ async fn get_keys(
         Ok::<_, ApiError>(json!({ "return": inner }))
     }
     .await;
-    match result {
-        Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e, api.cfg.debug),
-    }
+    answer(result, StatusCode::OK, &headers, api.cfg.debug)
 }
 
 /// `POST /keys` (rest_cherrypy's `Keys.POST`): `key.gen_accept` through the wheel client
@@ -787,10 +779,7 @@ async fn post_hook(
         Ok::<_, ApiError>(json!({"success": true}))
     }
     .await;
-    match result {
-        Ok(v) => data(StatusCode::OK, &v, &headers),
-        Err(e) => refuse(e, api.cfg.debug),
-    }
+    answer(result, StatusCode::OK, &headers, api.cfg.debug)
 }
 
 /// `content-type` as CherryPy shows header names: `Content-Type`.
