@@ -120,6 +120,8 @@ pub struct Handshakes {
     pub failed: u64,
     /// Connections turned away as busy.
     pub refused_busy: u64,
+    /// Handshakes that outlasted their turn and went on without one.
+    pub outlasted: u64,
     /// Seconds admitted connections waited for their turn, summed.
     pub wait_seconds: f64,
     /// Seconds from a turn to the handshake's end, summed.
@@ -136,6 +138,7 @@ impl Handshakes {
             completed: n(&s.completed),
             failed: n(&s.failed),
             refused_busy: n(&s.refused_busy),
+            outlasted: n(&s.outlasted),
             wait_seconds: n(&s.wait_micros) as f64 / 1e6,
             handshake_seconds: n(&s.handshake_micros) as f64 / 1e6,
             resumed: n(&s.resumed),
@@ -188,6 +191,7 @@ impl Metrics {
              saltq_handshakes_total{{outcome=\"completed\"}} {}\n\
              saltq_handshakes_total{{outcome=\"failed\"}} {}\n\
              saltq_handshakes_total{{outcome=\"refused_busy\"}} {}\n\
+             saltq_handshakes_total{{outcome=\"outlasted_turn\"}} {}\n\
              # HELP saltq_handshakes_resumed_total New connections that resumed a TLS session (a ticket of this master or of its previous process).\n\
              # TYPE saltq_handshakes_resumed_total counter\n\
              saltq_handshakes_resumed_total {}\n\
@@ -197,7 +201,13 @@ impl Metrics {
              # HELP saltq_handshake_seconds_total Time from a connection's turn to the end of its handshake.\n\
              # TYPE saltq_handshake_seconds_total counter\n\
              saltq_handshake_seconds_total {}",
-            h.completed, h.failed, h.refused_busy, h.resumed, h.wait_seconds, h.handshake_seconds
+            h.completed,
+            h.failed,
+            h.refused_busy,
+            h.outlasted,
+            h.resumed,
+            h.wait_seconds,
+            h.handshake_seconds
         );
         counter(
             &mut out,
@@ -301,6 +311,7 @@ mod tests {
                 completed: 5,
                 failed: 1,
                 refused_busy: 2,
+                outlasted: 7,
                 wait_seconds: 0.5,
                 handshake_seconds: 0.25,
                 resumed: 4,
@@ -312,6 +323,10 @@ mod tests {
         );
         assert!(
             text.contains("saltq_handshakes_total{outcome=\"refused_busy\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("saltq_handshakes_total{outcome=\"outlasted_turn\"} 7"),
             "{text}"
         );
         assert!(text.contains("saltq_handshakes_resumed_total 4"), "{text}");

@@ -169,7 +169,7 @@ pub(crate) async fn serve_connection<S>(
     incoming: quinn::Incoming,
     svc: S,
     trust: Trust,
-    turn: crate::server::Turn,
+    turn: crate::admission::Turn,
 ) where
     S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>
         + Clone
@@ -178,7 +178,8 @@ pub(crate) async fn serve_connection<S>(
     S::Future: Send,
 {
     let remote = incoming.remote_address();
-    let conn = match incoming.await {
+    let (turn, conn) = crate::admission::within_turn(turn, incoming.into_future()).await;
+    let conn = match conn {
         Ok(c) => c,
         Err(e) => {
             debug!(%remote, "quic handshake failed: {e}");
@@ -189,7 +190,9 @@ pub(crate) async fn serve_connection<S>(
         .peer_identity()
         .and_then(|id| id.downcast::<Vec<CertificateDer<'static>>>().ok());
     let identified = identity::identify(chain.as_deref().map(Vec::as_slice), &trust);
-    turn.done(identified.is_ok());
+    if let Some(turn) = turn {
+        turn.done(identified.is_ok());
+    }
     let peer = match identified {
         Ok(p) => p,
         Err(e) => {

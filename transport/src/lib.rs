@@ -1,6 +1,7 @@
 //! saltq's transport, shared by the master, the minion and the CLI: the PKI, mutual TLS,
 //! gRPC over HTTP/3 on QUIC and over HTTP/2 on TCP, and the peer identity every request carries.
 
+mod admission;
 pub mod client;
 pub mod config;
 mod h3;

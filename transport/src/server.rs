@@ -4,8 +4,8 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 use rustls::pki_types::CertificateDer;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -16,6 +16,7 @@ use tonic::transport::server::Connected;
 use tower::Service;
 use tracing::{debug, info, warn};
 
+use crate::admission::Admission;
 use crate::identity::{self, PeerInfo, Transport};
 use crate::tls::{self, ServerCert, Trust};
 
@@ -101,8 +102,11 @@ pub struct HandshakeStats {
     /// Connections that got a turn and then failed: handshake error or timeout, an
     /// unusable certificate.
     pub failed: AtomicU64,
-    /// Connections turned away because no turn came within the queue's patience.
+    /// Connections turned away because no turn came within the queue's patience (or would
+    /// not, at the pace turns end).
     pub refused_busy: AtomicU64,
+    /// Connections whose handshake outlasted its turn (2 s) and went on without one.
+    pub outlasted: AtomicU64,
     /// Time the admitted connections waited for their turn, in microseconds, summed.
     pub wait_micros: AtomicU64,
     /// Time from a turn to the end of the handshake, in microseconds, summed over completed
@@ -266,75 +270,6 @@ fn tickets(tls: &mut rustls::ServerConfig, secret: Option<&[u8]>, stats: &Arc<Ha
     }
 }
 
-/// Admission control for new connections. Handshakes cost the master most of the CPU a
-/// connection ever needs (key exchange, signatures, certificate checks); when a whole fleet
-/// connects at once, working on all of them together makes every one slow, past the peers'
-/// connect timeout, and the work is wasted as they all start again. So at most
-/// [`Limits::max_handshakes`] run at once, in arrival order, and a connection that waited
-/// [`Limits::handshake_queue`] is refused at once, which a minion answers with its jittered
-/// reconnect backoff.
-#[derive(Clone)]
-pub(crate) struct Admission {
-    turns: Arc<tokio::sync::Semaphore>,
-    patience: Duration,
-    stats: Arc<HandshakeStats>,
-}
-
-/// The right to complete one handshake; ending it ([`Turn::done`], or dropping it, which
-/// counts as a failure) lets the next one start.
-pub(crate) struct Turn {
-    _permit: tokio::sync::OwnedSemaphorePermit,
-    since: Instant,
-    stats: Arc<HandshakeStats>,
-    ok: bool,
-}
-
-impl Turn {
-    /// Ends the turn: the handshake completed (`ok`) or failed.
-    pub(crate) fn done(mut self, ok: bool) {
-        self.ok = ok;
-    }
-}
-
-impl Drop for Turn {
-    fn drop(&mut self) {
-        let s = &self.stats;
-        let took = self.since.elapsed().as_micros() as u64;
-        s.handshake_micros.fetch_add(took, Ordering::Relaxed);
-        let outcome = if self.ok { &s.completed } else { &s.failed };
-        outcome.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-impl Admission {
-    fn new(limits: &Limits, stats: Arc<HandshakeStats>) -> Admission {
-        Admission {
-            turns: Arc::new(tokio::sync::Semaphore::new(limits.max_handshakes.max(1))),
-            patience: limits.handshake_queue,
-            stats,
-        }
-    }
-
-    /// Waits for a turn; `None` when none came within the queue's patience.
-    async fn wait(&self) -> Option<Turn> {
-        let queued = Instant::now();
-        let permit = tokio::time::timeout(self.patience, self.turns.clone().acquire_owned()).await;
-        let Ok(Ok(permit)) = permit else {
-            self.stats.refused_busy.fetch_add(1, Ordering::Relaxed);
-            return None;
-        };
-        let since = Instant::now();
-        let waited = since.duration_since(queued).as_micros() as u64;
-        self.stats.wait_micros.fetch_add(waited, Ordering::Relaxed);
-        Some(Turn {
-            _permit: permit,
-            since,
-            stats: self.stats.clone(),
-            ok: false,
-        })
-    }
-}
-
 fn transport_config(limits: &Limits) -> quinn::TransportConfig {
     let mut t = quinn::TransportConfig::default();
     t.max_idle_timeout(limits.idle_timeout.try_into().ok());
@@ -432,7 +367,8 @@ async fn serve_h2<S>(
                 let Some(turn) = admission.wait().await else {
                     return debug!(%remote, "refusing tcp connection: too many handshakes in progress");
                 };
-                let hs = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await;
+                let hs = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp));
+                let (turn, hs) = crate::admission::within_turn(turn, hs).await;
                 let io = match hs {
                     Ok(Ok(io)) => io,
                     Ok(Err(e)) => return debug!(%remote, "tls handshake failed: {e}"),
@@ -444,7 +380,9 @@ async fn serve_h2<S>(
                     .peer_certificates()
                     .map(|c| c.iter().map(|c| c.clone().into_owned()).collect());
                 let identified = identity::identify(chain.as_deref(), &trust);
-                turn.done(identified.is_ok());
+                if let Some(turn) = turn {
+                    turn.done(identified.is_ok());
+                }
                 match identified {
                     Ok(peer) => {
                         let info = PeerInfo {
@@ -470,61 +408,5 @@ async fn serve_h2<S>(
         .await;
     if let Err(e) = res {
         warn!("http/2 server stopped: {e}");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn limits(max: usize, patience_ms: u64) -> Limits {
-        Limits {
-            max_handshakes: max,
-            handshake_queue: Duration::from_millis(patience_ms),
-            ..Limits::default()
-        }
-    }
-
-    #[tokio::test]
-    async fn admission_counts_turns_refusals_and_outcomes() {
-        let stats = Arc::new(HandshakeStats::default());
-        let admission = Admission::new(&limits(1, 50), stats.clone());
-        let first = admission
-            .wait()
-            .await
-            .expect("the first gets a turn at once");
-        assert!(
-            admission.wait().await.is_none(),
-            "no second turn while the first is held"
-        );
-        assert_eq!(stats.refused_busy.load(Ordering::Relaxed), 1);
-        first.done(true);
-        let second = admission.wait().await.expect("a turn once the first ended");
-        drop(second);
-        assert_eq!(stats.completed.load(Ordering::Relaxed), 1);
-        assert_eq!(stats.failed.load(Ordering::Relaxed), 1, "dropped is failed");
-        assert_eq!(stats.refused_busy.load(Ordering::Relaxed), 1);
-    }
-
-    #[tokio::test]
-    async fn a_queued_connection_gets_the_turn_a_finished_one_gives_back() {
-        let stats = Arc::new(HandshakeStats::default());
-        let admission = Admission::new(&limits(1, 5_000), stats.clone());
-        let first = admission.wait().await.expect("a turn");
-        let queued = tokio::spawn({
-            let admission = admission.clone();
-            async move { admission.wait().await.map(|t| t.done(true)) }
-        });
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        first.done(true);
-        assert!(
-            queued.await.unwrap().is_some(),
-            "the queued one got its turn"
-        );
-        assert_eq!(stats.completed.load(Ordering::Relaxed), 2);
-        assert!(
-            stats.wait_micros.load(Ordering::Relaxed) >= 10_000,
-            "it waited"
-        );
     }
 }

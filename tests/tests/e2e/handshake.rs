@@ -90,12 +90,11 @@ impl rustls::client::danger::ServerCertVerifier for StallingVerifier {
     }
 }
 
-#[test]
-fn connections_beyond_max_handshakes_are_refused_as_busy_then_admitted() {
-    let master = Master::start("max_handshakes: 1\nhandshake_queue_seconds: 0.3\n");
+/// Starts a QUIC handshake with the master that stalls `stall` once it reached our side's
+/// certificate check, holding one of the master's turns meanwhile. Returns when the handshake
+/// got there; the thread ends when the stall is over.
+fn stalled_handshake(master: &Master, stall: std::time::Duration) -> std::thread::JoinHandle<()> {
     let addr: std::net::SocketAddr = format!("127.0.0.1:{}", master.port).parse().unwrap();
-
-    // A handshake that holds the master's only turn for 3 s.
     let (reached_tx, reached) = std::sync::mpsc::channel();
     let slow = std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -110,7 +109,7 @@ fn connections_beyond_max_handshakes_are_refused_as_busy_then_admitted() {
                     .dangerous()
                     .with_custom_certificate_verifier(Arc::new(StallingVerifier {
                         reached: reached_tx,
-                        stall: std::time::Duration::from_secs(3),
+                        stall,
                     }))
                     .with_no_client_auth();
             cfg.alpn_protocols = vec![b"h3".to_vec()];
@@ -124,6 +123,15 @@ fn connections_beyond_max_handshakes_are_refused_as_busy_then_admitted() {
     reached
         .recv_timeout(std::time::Duration::from_secs(10))
         .expect("the slow handshake reached the master");
+    slow
+}
+
+#[test]
+fn connections_beyond_max_handshakes_are_refused_as_busy_then_admitted() {
+    let master = Master::start("max_handshakes: 1\nhandshake_queue_seconds: 0.3\n");
+
+    // A handshake that holds the master's only turn (for up to its 2 s turn limit).
+    let slow = stalled_handshake(&master, std::time::Duration::from_secs(3));
 
     // Meanwhile another connection waits 0.3 s for a turn, then is refused, and says why.
     let busy = master.saltq(&["--transport", "quic", "key", "-L"]);
@@ -134,6 +142,41 @@ fn connections_beyond_max_handshakes_are_refused_as_busy_then_admitted() {
     slow.join().unwrap();
     let ok = master.saltq(&["--transport", "quic", "key", "-L"]);
     assert_eq!(ok.code, 0, "{ok:?}");
+}
+
+/// A peer that stops answering in mid-handshake (one that gave up while it was queued, or a
+/// dead link) holds its turn for 2 s, not until the idle timeout: with one turn and a queue
+/// patience of 6 s, the next connection is admitted and served while the stalled handshake is
+/// still under way. Holding the turn to the end, it would be refused as busy after 6 s.
+#[test]
+fn a_stalled_handshake_gives_up_its_turn_after_two_seconds() {
+    let master = Master::start("max_handshakes: 1\nhandshake_queue_seconds: 6\n");
+    let stall = std::time::Duration::from_secs(12);
+    let slow = stalled_handshake(&master, stall);
+    let started = std::time::Instant::now();
+
+    let ok = master.saltq(&["--transport", "quic", "key", "-L"]);
+    assert_eq!(
+        ok.code, 0,
+        "admitted while the other handshake stalls: {ok:?}"
+    );
+    assert!(
+        started.elapsed() < stall,
+        "served before the stalled handshake ended: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        counter(
+            &master,
+            "saltq_handshakes_total{outcome=\"outlasted_turn\"}"
+        ),
+        1
+    );
+    assert_eq!(
+        counter(&master, "saltq_handshakes_total{outcome=\"refused_busy\"}"),
+        0
+    );
+    drop(slow); // ends on its own when the stall is over
 }
 
 /// A counter from the master's `/metrics`.
