@@ -125,11 +125,11 @@ impl Master {
     }
 
     /// Records a minion's subscription, grains and pillar; returns the connection id.
-    pub fn subscribe(&self, id: &str, grains: Value, pillar: Value, tx: SubscriptionTx) -> u64 {
+    pub fn subscribe(&self, id: &str, grains: &Value, pillar: Value, tx: SubscriptionTx) -> u64 {
         if let Some(c) = &self.cluster {
-            c.share_facts(id, &grains, &pillar);
+            c.share_facts(id, grains, &pillar);
         }
-        self.facts.set(id, &grains, pillar);
+        self.facts.set(id, grains, pillar);
         let conn_id = self.delivery.attach(id, tx);
         if self.cfg.presence_events {
             self.events

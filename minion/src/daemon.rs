@@ -161,6 +161,7 @@ pub async fn run_with(
         );
     }
     let mut renewal = Renewal::Idle;
+    let mut requests = crate::subscribe::Requests::default();
     let initial = match &shared.grains {
         Some(g) => {
             let mut g = g.clone();
@@ -268,12 +269,9 @@ pub async fn run_with(
                 }
                 Action::Subscribe => {
                     if let Phase::Connected(ch) = std::mem::replace(&mut phase, Phase::Idle) {
-                        let mut c = client(ch.clone(), &cfg);
-                        let request = pb::SubscribeRequest {
-                            grains: Some(value::json_to_struct(&ctx.grains())),
-                            version: env!("CARGO_PKG_VERSION").into(),
-                        };
-                        let answer = Box::pin(async move { c.subscribe(request).await });
+                        let request = requests.request(&ctx.grains);
+                        let (c, max) = (ch.clone(), cfg.limits.max_message_size);
+                        let answer = Box::pin(crate::subscribe::subscribe(c, max, request));
                         phase = Phase::Subscribing(ch, answer);
                     }
                 }

@@ -11,6 +11,7 @@ mod jobs;
 mod link;
 mod reaper;
 mod renewal;
+mod subscribe;
 mod swarm;
 
 use std::path::PathBuf;

@@ -96,7 +96,11 @@ impl MinionApi {
 
 /// Compiles a minion's pillar on the blocking pool: it reads and renders files, and a fleet
 /// subscribing at once must not hold the async workers on them.
-async fn compile_pillar(master: &Arc<Master>, id: &str, grains: Value) -> Result<Value, String> {
+async fn compile_pillar(
+    master: &Arc<Master>,
+    id: &str,
+    grains: Arc<Value>,
+) -> Result<Value, String> {
     let roots = master.cfg.pillar_roots.clone();
     let id = id.to_owned();
     tokio::task::spawn_blocking(move || {
@@ -145,7 +149,10 @@ impl MinionService for MinionApi {
             Peer::Client { .. } => saltq_transport::Issuer::ClientCa,
         };
         let body = req.into_inner();
-        let grains = Value::Object(value::opt_struct(body.grains.as_ref()));
+        // Shared with the pillar's compilation (on a blocking thread) rather than copied: every
+        // minion of a restarted master's fleet comes through here at once.
+        let grains = Arc::new(Value::Object(value::opt_struct(body.grains.as_ref())));
+        drop(body.grains);
         let pillar = compile_pillar(&self.master, &id, grains.clone())
             .await
             .unwrap_or_else(|e| {
@@ -162,7 +169,7 @@ impl MinionService for MinionApi {
         };
         tx.try_send(Arc::new(welcome))
             .map_err(|_| Status::internal("subscription channel closed"))?;
-        let conn_id = self.master.subscribe(&id, grains, pillar, tx);
+        let conn_id = self.master.subscribe(&id, &grains, pillar, tx);
         tracing::info!(minion = %id, version = %body.version, certificate = ?issuer, "minion subscribed");
         let ours = env!("CARGO_PKG_VERSION");
         if !body.version.is_empty() && body.version != ours {
@@ -216,7 +223,7 @@ impl MinionService for MinionApi {
         req: Request<pb::GetPillarRequest>,
     ) -> Result<Response<pb::GetPillarResponse>, Status> {
         let id = self.admit(&req, false)?;
-        let grains = self.master.facts.grains(&id).unwrap_or(json!({}));
+        let grains = Arc::new(self.master.facts.grains(&id).unwrap_or(json!({})));
         let pillar = compile_pillar(&self.master, &id, grains)
             .await
             .map_err(|e| Status::internal(format!("pillar for {id} failed to compile: {e}")))?;
