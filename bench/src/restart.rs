@@ -107,18 +107,19 @@ impl Ctx {
                 get("saltq_handshakes_total{outcome=\"failed\"}"),
                 get("saltq_handshakes_total{outcome=\"refused_busy\"}"),
             );
+            let outlasted = get("saltq_handshakes_total{outcome=\"outlasted_turn\"}");
             let hs = get("saltq_handshake_seconds_total");
             let resumed = get("saltq_handshakes_resumed_total");
             let waited = get("saltq_handshake_wait_seconds_total");
             let per = hs / (done + failed).max(1.0);
             eprintln!(
-                "  restart {r}: handshakes completed {done} ({resumed} resumed), failed {failed}, refused busy {refused}; \
+                "  restart {r}: handshakes completed {done} ({resumed} resumed), failed {failed}, outlasted their turn {outlasted}, refused busy {refused}; \
                  mean handshake {:.0} ms, mean queue wait {:.0} ms",
                 per * 1e3,
                 waited / (done + failed).max(1.0) * 1e3
             );
             admission.push(
-                json!({"completed": done, "failed": failed, "refused_busy": refused,
+                json!({"completed": done, "failed": failed, "refused_busy": refused, "outlasted_turn": outlasted,
                                   "handshake_seconds": hs, "wait_seconds": waited}),
             );
             let mut client = master.client().await?;

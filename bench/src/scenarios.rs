@@ -160,9 +160,10 @@ impl Ctx {
             Scenario::Soak => self.soak(size).await,
         };
         match (&result, self.scratch.take()) {
-            (Ok(()), Some(d)) => {
+            (Ok(()), Some(d)) if std::env::var_os("SALTQ_BENCH_KEEP").is_none() => {
                 let _ = std::fs::remove_dir_all(&d);
             }
+            (Ok(()), Some(d)) => eprintln!("  files kept in {} (SALTQ_BENCH_KEEP)", d.display()),
             (Err(_), Some(d)) => eprintln!("  logs and files kept in {}", d.display()),
             _ => {}
         }
