@@ -145,12 +145,15 @@ fn connections_beyond_max_handshakes_are_refused_as_busy_then_admitted() {
 }
 
 /// A peer that stops answering in mid-handshake (one that gave up while it was queued, or a
-/// dead link) holds its turn for 2 s, not until the idle timeout: with one turn and a queue
-/// patience of 6 s, the next connection is admitted and served while the stalled handshake is
-/// still under way. Holding the turn to the end, it would be refused as busy after 6 s.
+/// dead link) holds its turn for 2 s, not until the idle timeout (20 s here): with one turn and
+/// a queue patience of 6 s, the next connection is admitted and served while the stalled
+/// handshake is still under way. Holding the turn to the end, the next one would wait in vain
+/// (the CLI gives up after 5 s).
 #[test]
 fn a_stalled_handshake_gives_up_its_turn_after_two_seconds() {
-    let master = Master::start("max_handshakes: 1\nhandshake_queue_seconds: 6\n");
+    let master = Master::start(
+        "max_handshakes: 1\nhandshake_queue_seconds: 6\nidle_timeout: 20\nkeep_alive: 1\n",
+    );
     let stall = std::time::Duration::from_secs(12);
     let slow = stalled_handshake(&master, stall);
     let started = std::time::Instant::now();
