@@ -129,6 +129,14 @@ impl Ctx {
             }
             answering.push(listening.elapsed().as_secs_f64());
             busy.push(busy_lines(&logs) - busy_before);
+            // The same ping again: how much of the first one was the restart's aftermath.
+            let again = Instant::now();
+            let o = run_job(&mut client, "*", "test.ping", 30.0).await?;
+            eprintln!(
+                "  restart {r}: a second test.ping: {} of {n} returned in {:.2} s",
+                o.returned,
+                again.elapsed().as_secs_f64()
+            );
             eprintln!(
                 "  restart {r}: down {:.2} s; all {n} subscribed after {:.2} s, all answered test.ping after {:.2} s, {} turned away as busy",
                 down[r], back[r], answering[r], busy[r]
