@@ -21,7 +21,7 @@ fn unix_now() -> i64 {
 /// Issues a server certificate for 127.0.0.1/localhost from `ca` into `dir/tls.crt` and
 /// `dir/tls.key`, the certificate first (a tool writing them one after the other), and returns
 /// its leaf.
-fn write_server_pair(ca: &Ca, dir: &Path) -> CertificateDer<'static> {
+pub(crate) fn write_server_pair(ca: &Ca, dir: &Path) -> CertificateDer<'static> {
     let (cert, key) = ca
         .issue(&IssueRequest {
             common_name: "e2e-master".into(),

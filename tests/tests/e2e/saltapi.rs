@@ -792,11 +792,11 @@ fn bad_salt_api_config_is_refused_at_start() {
     }
 }
 
-/// pepper, a salt-api client we did not write, against saltq over TLS.
-#[test]
-fn pepper_works_against_saltq() {
-    let pepper = match std::env::var("SALTQ_TEST_PEPPER") {
-        Ok(p) if !p.is_empty() => p,
+/// pepper, from `SALTQ_TEST_PEPPER` (required under CI; otherwise `None`, the test skipped
+/// with a message).
+pub(crate) fn pepper() -> Option<String> {
+    match std::env::var("SALTQ_TEST_PEPPER") {
+        Ok(p) if !p.is_empty() => Some(p),
         _ => {
             assert!(
                 std::env::var("SALTQ_CI").is_err(),
@@ -805,8 +805,16 @@ fn pepper_works_against_saltq() {
             eprintln!(
                 "skipped: SALTQ_TEST_PEPPER is not set (path to pepper; .ci/run makes a venv with salt-pepper)"
             );
-            return;
+            None
         }
+    }
+}
+
+/// pepper, a salt-api client we did not write, against saltq over TLS.
+#[test]
+fn pepper_works_against_saltq() {
+    let Some(pepper) = pepper() else {
+        return;
     };
     let (master, _m) = start();
     let url = format!("https://{}", api_addr(&master));

@@ -393,18 +393,8 @@ fn post_keys_makes_a_minion_that_is_accepted_at_once() {
 /// parent module: from `SALTQ_TEST_PEPPER`, required under CI.
 #[test]
 fn pepper_batches_through_local_batch() {
-    let pepper = match std::env::var("SALTQ_TEST_PEPPER") {
-        Ok(p) if !p.is_empty() => p,
-        _ => {
-            assert!(
-                std::env::var("SALTQ_CI").is_err(),
-                "SALTQ_TEST_PEPPER is not set under CI: .ci/run must make the pepper venv"
-            );
-            eprintln!(
-                "skipped: SALTQ_TEST_PEPPER is not set (path to pepper; .ci/run makes a venv with salt-pepper)"
-            );
-            return;
-        }
+    let Some(pepper) = super::pepper() else {
+        return;
     };
     let master = Master::start_with(config);
     let _m1 = master.minion("m1", "");

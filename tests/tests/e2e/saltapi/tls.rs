@@ -9,26 +9,10 @@ use std::time::Duration;
 
 use rustls::pki_types::CertificateDer;
 use saltq_tests::{Master, eventually};
-use saltq_transport::pki::{self, Ca, CertRole, IssueRequest};
+use saltq_transport::pki::{self, Ca};
 
 use super::{USERS, api_addr};
-
-/// Issues a server certificate for 127.0.0.1 from `ca` into `dir/tls.crt` and `tls.key`.
-fn write_server_pair(ca: &Ca, dir: &std::path::Path) -> CertificateDer<'static> {
-    let (cert, key) = ca
-        .issue(&IssueRequest {
-            common_name: "e2e-master".into(),
-            role: CertRole::Server,
-            dns_names: vec!["localhost".into()],
-            ips: vec!["127.0.0.1".parse().unwrap()],
-            days: 2,
-        })
-        .expect("issue a server certificate");
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("tls.crt"), &cert).unwrap();
-    std::fs::write(dir.join("tls.key"), &key).unwrap();
-    pki::certs_from_pem(cert.as_bytes(), dir).unwrap()[0].clone()
-}
+use crate::certs::write_server_pair;
 
 /// The leaf salt-api serves to a new connection (checked against the master's CA).
 fn served(master: &Master, ca_pem: &str) -> CertificateDer<'static> {
