@@ -18,6 +18,12 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+/// jemalloc with the `jemalloc` feature (for `saltq-minion swarm`, see Cargo.toml); else the
+/// system's malloc.
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// The saltq minion: subscribes to its master over QUIC and runs the jobs it is sent.
 #[derive(Parser)]
 #[command(name = "saltq-minion", version)]

@@ -91,7 +91,12 @@ pub async fn run(
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     }
-    tracing::info!(count = a.count, elapsed = ?started.elapsed(), "swarm started");
+    let allocator = if cfg!(feature = "jemalloc") {
+        "jemalloc"
+    } else {
+        "the system's malloc"
+    };
+    tracing::info!(count = a.count, elapsed = ?started.elapsed(), allocator, "swarm started");
     while tasks.join_next().await.is_some() {}
     Ok(())
 }
