@@ -4,7 +4,6 @@
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{Context, bail};
 use saltq_transport::config::rooted;
@@ -154,7 +153,8 @@ impl ConnectArgs {
                 max_message_size: file.max_message_size.unwrap_or(16 * 1024 * 1024),
                 ..Limits::default()
             },
-            connect_timeout: Duration::from_secs(5),
+            // The minions' own: the CLI may wait in the master's handshake queue as they do.
+            connect_timeout: saltq_transport::client::CONNECT_TIMEOUT,
             reuse: None,
         })
     }

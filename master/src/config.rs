@@ -73,7 +73,7 @@ pub struct RawConfig {
     pub max_concurrent_streams: Option<u32>,
     /// TLS handshakes worked on at once; more wait their turn (default 256).
     pub max_handshakes: Option<usize>,
-    /// Seconds a new connection may wait for its turn before it is refused (default 4).
+    /// Seconds a new connection may wait for its turn before it is refused (default 7).
     pub handshake_queue_seconds: Option<f64>,
     /// How long jobs stay in the job cache (Salt's `keep_jobs_seconds`, default 86400).
     pub keep_jobs_seconds: Option<u64>,
@@ -507,7 +507,13 @@ impl MasterConfig {
                     Some(0) => return Err(bad("max_handshakes", "must be at least 1".into())),
                     v => v.unwrap_or(256),
                 },
-                handshake_queue: secs("handshake_queue_seconds", raw.handshake_queue_seconds, 4.0)?,
+                handshake_queue: secs(
+                    "handshake_queue_seconds",
+                    raw.handshake_queue_seconds,
+                    saltq_transport::Limits::default()
+                        .handshake_queue
+                        .as_secs_f64(),
+                )?,
             },
             keep_jobs: Duration::from_secs(raw.keep_jobs_seconds.unwrap_or(86400)),
             job_cache,

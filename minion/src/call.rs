@@ -2,7 +2,6 @@
 //! `--local` no master is contacted; otherwise the pillar is fetched from the master first.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use saltq_exec::{CallContext, PubInfo};
 use saltq_proto::v1::{self as pb, minion_service_client::MinionServiceClient};
@@ -55,7 +54,7 @@ async fn fetch_pillar(cfg: &MinionConfig) -> anyhow::Result<(Value, Channel)> {
             identity: identity.clone(),
             trust: trust.clone(),
             limits: cfg.limits.clone(),
-            connect_timeout: Duration::from_secs(10),
+            connect_timeout: saltq_transport::client::CONNECT_TIMEOUT,
             reuse: None,
         };
         let ch = match connect(&opts).await {

@@ -644,7 +644,7 @@ fn connect_options(
         identity: ident.clone(),
         trust: trust.clone(),
         limits: cfg.limits.clone(),
-        connect_timeout: Duration::from_secs(10),
+        connect_timeout: saltq_transport::client::CONNECT_TIMEOUT,
         reuse: Some(reuse.clone()),
     }
 }

@@ -219,6 +219,17 @@ mod tests {
         Duration::from_millis(n)
     }
 
+    #[test]
+    fn a_queued_peer_is_admitted_or_refused_before_its_connect_timeout() {
+        // The longest a connection waits for its turn, then holds it, by default.
+        let longest = Limits::default().handshake_queue + TURN_LIMIT;
+        assert!(
+            longest < crate::client::CONNECT_TIMEOUT,
+            "{longest:?} queued and handshaking reaches the clients' {:?} connect timeout",
+            crate::client::CONNECT_TIMEOUT
+        );
+    }
+
     fn limits(max: usize, patience_ms: u64) -> Limits {
         Limits {
             max_handshakes: max,
