@@ -733,28 +733,37 @@ mod tests {
         let _ = std::fs::remove_dir_all(d);
     }
 
+    /// A certificate `ca` issues for a minion `id` (its own new key), valid from `not_before`
+    /// to `not_after` (Unix seconds).
+    fn minion_cert(
+        ca: &Ca,
+        id: &str,
+        not_before: i64,
+        not_after: i64,
+    ) -> Vec<CertificateDer<'static>> {
+        let (own, _) = pki::self_signed_minion(id, None).unwrap();
+        let own = pki::certs_from_pem(own.as_bytes(), Path::new("own")).unwrap();
+        let spki = pki::spki_from_pem(&pki::subject(&own[0]).unwrap().public_key_pem).unwrap();
+        let pem = ca
+            .certify(&CertifyRequest {
+                common_name: id.into(),
+                role: CertRole::Minion,
+                public_key_der: spki,
+                validity: Validity {
+                    not_before,
+                    not_after,
+                },
+            })
+            .unwrap();
+        pki::certs_from_pem(pem.as_bytes(), Path::new("issued")).unwrap()
+    }
+
     #[test]
     fn an_expired_certificate_from_a_trusted_ca_says_so() {
         let d = tmp("expired");
         let ca = Ca::create("ours", &d.join("a.crt"), &d.join("a.key")).unwrap();
-        let (own, _) = pki::self_signed_minion("web1", None).unwrap();
-        let own = pki::certs_from_pem(own.as_bytes(), Path::new("own")).unwrap();
-        let spki = pki::spki_from_pem(&pki::subject(&own[0]).unwrap().public_key_pem).unwrap();
         let now = UnixTime::now().as_secs() as i64;
-        let certify = |not_before: i64, not_after: i64| {
-            let pem = ca
-                .certify(&CertifyRequest {
-                    common_name: "web1".into(),
-                    role: CertRole::Minion,
-                    public_key_der: spki.clone(),
-                    validity: Validity {
-                        not_before,
-                        not_after,
-                    },
-                })
-                .unwrap();
-            pki::certs_from_pem(pem.as_bytes(), Path::new("issued")).unwrap()
-        };
+        let certify = |not_before, not_after| minion_cert(&ca, "web1", not_before, not_after);
         let trust = Trust::new(&ca_der(&ca), &[], &[]).unwrap();
         let fresh = certify(now - 10, now + 60);
         assert_eq!(trust.vouch(&fresh[0], &fresh[1..]), Ok(Issuer::MasterCa));
@@ -807,22 +816,8 @@ mod tests {
     fn a_kept_verdict_ends_when_the_certificate_expires() {
         let d = tmp("kept");
         let ca = Ca::create("ours", &d.join("a.crt"), &d.join("a.key")).unwrap();
-        let (own, _) = pki::self_signed_minion("web2", None).unwrap();
-        let own = pki::certs_from_pem(own.as_bytes(), Path::new("own")).unwrap();
-        let spki = pki::spki_from_pem(&pki::subject(&own[0]).unwrap().public_key_pem).unwrap();
         let now = UnixTime::now().as_secs() as i64;
-        let pem = ca
-            .certify(&CertifyRequest {
-                common_name: "web2".into(),
-                role: CertRole::Minion,
-                public_key_der: spki,
-                validity: Validity {
-                    not_before: now - 10,
-                    not_after: now + 1,
-                },
-            })
-            .unwrap();
-        let short = pki::certs_from_pem(pem.as_bytes(), Path::new("issued")).unwrap();
+        let short = minion_cert(&ca, "web2", now - 10, now + 1);
         let trust = Trust::new(&ca_der(&ca), &[], &[]).unwrap();
         assert_eq!(trust.vouch(&short[0], &short[1..]), Ok(Issuer::MasterCa));
         assert_eq!(
@@ -856,21 +851,22 @@ mod tests {
         let name = ServerName::try_from("localhost").unwrap();
         let mut c = rustls::ClientConnection::new(Arc::new(client), name).unwrap();
         let mut s = rustls::ServerConnection::new(Arc::new(server)).unwrap();
+        /// Moves what `from` has to send into `to`.
+        fn pass<F, T>(
+            from: &mut rustls::ConnectionCommon<F>,
+            to: &mut rustls::ConnectionCommon<T>,
+        ) {
+            let mut wire = Vec::new();
+            from.write_tls(&mut wire).unwrap();
+            let mut rd = &wire[..];
+            while !rd.is_empty() {
+                to.read_tls(&mut rd).unwrap();
+                to.process_new_packets().unwrap();
+            }
+        }
         for _ in 0..10 {
-            let mut wire = Vec::new();
-            c.write_tls(&mut wire).unwrap();
-            let mut rd = &wire[..];
-            while !rd.is_empty() {
-                s.read_tls(&mut rd).unwrap();
-                s.process_new_packets().unwrap();
-            }
-            let mut wire = Vec::new();
-            s.write_tls(&mut wire).unwrap();
-            let mut rd = &wire[..];
-            while !rd.is_empty() {
-                c.read_tls(&mut rd).unwrap();
-                c.process_new_packets().unwrap();
-            }
+            pass(&mut c, &mut s);
+            pass(&mut s, &mut c);
             if !c.is_handshaking() && !s.is_handshaking() {
                 break;
             }
