@@ -46,39 +46,37 @@ fn per_second(progress: &[(f64, u64)]) -> Vec<u64> {
         .collect()
 }
 
-impl Ctx {
-    /// CPU seconds the master and the minion processes have used so far.
-    fn cpu(&self, master: &Master, minions: &[Proc]) -> (f64, f64) {
-        (
-            host::cpu_seconds(master.proc.pid()),
-            minions.iter().map(|p| host::cpu_seconds(p.pid())).sum(),
-        )
+/// What the host had counted at one moment: UDP datagrams dropped, and CPU seconds the master
+/// and the minion processes had used.
+struct Mark {
+    drops: u64,
+    master_cpu: f64,
+    minions_cpu: f64,
+}
+
+impl Mark {
+    fn now(master: &Master, minions: &[Proc]) -> Mark {
+        Mark {
+            drops: host::udp_rcvbuf_errors(),
+            master_cpu: host::cpu_seconds(master.proc.pid()),
+            minions_cpu: minions.iter().map(|p| host::cpu_seconds(p.pid())).sum(),
+        }
     }
 
-    /// One line on a ping after a restart: how long, the datagrams the kernel dropped and the
-    /// CPU each side used meanwhile.
-    #[allow(clippy::too_many_arguments)]
-    fn ping_line(
-        &self,
-        r: usize,
-        which: &str,
-        o: &RunOutcome,
-        drops: u64,
-        cpu: (f64, f64),
-        master: &Master,
-        minions: &[Proc],
-    ) {
-        let now = self.cpu(master, minions);
+    /// One line on a ping after restart `r`: how long, and what the host counted since `self`.
+    fn ping_line(&self, r: usize, which: &str, o: &RunOutcome, now: &Mark) {
         eprintln!(
             "  restart {r}: {which} test.ping: {} returned in {:.2} s; {} UDP datagrams dropped; CPU master {:.2} s, minions {:.2} s",
             o.returned,
             o.elapsed.as_secs_f64(),
-            host::udp_rcvbuf_errors() - drops,
-            now.0 - cpu.0,
-            now.1 - cpu.1
+            now.drops - self.drops,
+            now.master_cpu - self.master_cpu,
+            now.minions_cpu - self.minions_cpu
         );
     }
+}
 
+impl Ctx {
     /// The `restart` scenario.
     pub(crate) async fn restart(&mut self, n: usize) -> anyhow::Result<()> {
         let runs = self.runs_or(5);
@@ -117,7 +115,7 @@ impl Ctx {
         let mut admission = Vec::new();
         for r in 0..runs {
             let busy_before = busy_lines(&logs);
-            let swarm_cpu = self.cpu(&master, &minions).1;
+            let before = Mark::now(&master, &minions);
             let killed = Instant::now();
             master.proc.kill_now();
             // A crashed master restarted by its supervisor: same root, same port.
@@ -130,11 +128,12 @@ impl Ctx {
                 let took = master.wait_connected(n as u64, listening, limit, &mut watch)?;
                 back.push(took.as_secs_f64());
             }
-            let cpu = self.cpu(&master, &minions);
+            // The new master's CPU is all since its start.
+            let after = Mark::now(&master, &minions);
             eprintln!(
                 "  restart {r}: CPU until all subscribed: master {:.2} s, minions {:.2} s",
-                cpu.0,
-                cpu.1 - swarm_cpu
+                after.master_cpu,
+                after.minions_cpu - before.minions_cpu
             );
             let curve = per_second(&master.progress);
             eprintln!("  restart {r}: subscribed by second: {curve:?}");
@@ -163,18 +162,18 @@ impl Ctx {
                                   "handshake_seconds": hs, "wait_seconds": waited}),
             );
             let mut client = master.client().await?;
-            let (drops, cpu) = (host::udp_rcvbuf_errors(), self.cpu(&master, &minions));
+            let before = Mark::now(&master, &minions);
             let o = run_job(&mut client, "*", "test.ping", 30.0).await?;
             if o.returned as usize != n {
                 bail!("after restart {r}: {} of {n} returned", o.returned);
             }
             answering.push(listening.elapsed().as_secs_f64());
             busy.push(busy_lines(&logs) - busy_before);
-            self.ping_line(r, "first", &o, drops, cpu, &master, &minions);
+            before.ping_line(r, "first", &o, &Mark::now(&master, &minions));
             // The same ping again: how much of the first one was the restart's aftermath.
-            let (drops, cpu) = (host::udp_rcvbuf_errors(), self.cpu(&master, &minions));
+            let before = Mark::now(&master, &minions);
             let o = run_job(&mut client, "*", "test.ping", 30.0).await?;
-            self.ping_line(r, "second", &o, drops, cpu, &master, &minions);
+            before.ping_line(r, "second", &o, &Mark::now(&master, &minions));
             eprintln!(
                 "  restart {r}: down {:.2} s; all {n} subscribed after {:.2} s, all answered test.ping after {:.2} s, {} turned away as busy",
                 down[r], back[r], answering[r], busy[r]
