@@ -298,22 +298,22 @@ mod tests {
         assert_eq!(admission.waiting.load(Ordering::Relaxed), 0);
     }
 
+    /// A connection waiting for a turn in the background: whether it got one (ended at once).
+    fn queue_behind(admission: &Admission) -> tokio::task::JoinHandle<bool> {
+        let admission = admission.clone();
+        tokio::spawn(async move { admission.wait().await.map(|t| t.done(true)).is_some() })
+    }
+
     #[tokio::test]
     async fn a_queued_connection_gets_the_turn_a_finished_one_gives_back() {
         let stats = Arc::new(HandshakeStats::default());
         let admission = Admission::new(&limits(1, 5_000), stats.clone());
         let first = admission.wait().await.expect("a turn");
-        let queued = tokio::spawn({
-            let admission = admission.clone();
-            async move { admission.wait().await.map(|t| t.done(true)) }
-        });
+        let queued = queue_behind(&admission);
         tokio::time::sleep(ms(20)).await;
         assert_eq!(admission.waiting.load(Ordering::Relaxed), 1);
         first.done(true);
-        assert!(
-            queued.await.unwrap().is_some(),
-            "the queued one got its turn"
-        );
+        assert!(queued.await.unwrap(), "the queued one got its turn");
         assert_eq!(stats.completed.load(Ordering::Relaxed), 2);
         assert!(
             stats.wait_micros.load(Ordering::Relaxed) >= 10_000,
@@ -362,10 +362,7 @@ mod tests {
             .wait()
             .await
             .expect("a free turn is taken at once");
-        let queued = tokio::spawn({
-            let admission = admission.clone();
-            async move { admission.wait().await.is_some() }
-        });
+        let queued = queue_behind(&admission);
         tokio::time::sleep(ms(20)).await;
         let asked = Instant::now();
         assert!(admission.wait().await.is_none(), "refused");

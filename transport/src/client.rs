@@ -75,7 +75,7 @@ pub struct ConnectOptions {
 /// How long a minion or the CLI gives one dial, handshake included. The master's admission may
 /// keep a new connection queued up to its `handshake_queue` and then hold its turn up to 2 s
 /// (`admission.rs`): both stay under this, so a queued peer is admitted or told "busy", not
-/// left to time out (a test in `server.rs` keeps the defaults so).
+/// left to time out (a test in `admission.rs` keeps the defaults so).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What a client keeps between dials so that a reconnect resumes its TLS session: the TLS

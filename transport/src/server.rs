@@ -37,7 +37,7 @@ pub struct Limits {
     /// backs off and retries instead of timing out (server only). The default, 7 s, with the
     /// 2 s a turn may last, stays under the clients' 10 s connect timeout. It was 4 s: with
     /// 10,000 minions reconnecting at once, 5,000–8,400 were turned away and came back spread
-    /// over their 10 s busy wait, and the last of them made every other restart miss 15 s
+    /// over their 10 s busy wait, and the last of them made half the restarts miss 15 s
     /// (BENCHMARKS.md); with 7 s fewer are turned away and the queue takes them in order.
     pub handshake_queue: Duration,
 }
