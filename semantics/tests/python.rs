@@ -224,3 +224,21 @@ fn repr_sls_spells_ordered_dicts() {
     assert_eq!(str_sls(&json!("plain")), "plain");
     assert_eq!(str_sls(&json!({})), "OrderedDict()");
 }
+
+/// The cases issue #26 found answered differently by copies outside `semantics::python`,
+/// each as Python 3.11 / Salt 3007.8 print it.
+#[test]
+fn issue_26_cases_answer_as_python() {
+    use saltq_semantics::args::parse_kwarg;
+    use saltq_semantics::python::{Dumps, dumps, float_repr, format_g, str_repr, yamlify};
+    assert_eq!(str_repr("\u{85}"), r"'\x85'");
+    assert_eq!(float_repr(1e-05), "1e-05");
+    assert_eq!(format_g(1e-05, 6, false, false), "1e-05");
+    assert_eq!(
+        dumps(&json!([1e-05, 1e16, 1.0]), &Dumps::default()),
+        "[1e-05, 1e+16, 1.0]"
+    );
+    assert_eq!(yamlify("on"), json!(true));
+    assert_eq!(yamlify("1:30"), json!(90));
+    assert_eq!(parse_kwarg("²x=1"), Some(("²x", "1")));
+}

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use crate::python::{float_repr, number_repr};
+use crate::python::{number_repr, yaml_float};
 
 /// Renders `data` as `yaml_out.output` does: block style (indent 2, or the
 /// `--out-indent` when it is 2 to 9), or flow style when the indent is negative.
@@ -64,23 +64,6 @@ impl Scalar {
             plain_implicit: !resolves_to_other_type(s),
             quoted_implicit: true,
         }
-    }
-}
-
-/// `SafeRepresenter.represent_float`: lower-case repr, with `.0` before an
-/// exponent that has no dot (`1e+20` becomes `1.0e+20`).
-fn yaml_float(f: f64) -> String {
-    if f.is_nan() {
-        return ".nan".to_owned();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { ".inf" } else { "-.inf" }.to_owned();
-    }
-    let repr = float_repr(f).to_lowercase();
-    if !repr.contains('.') && repr.contains('e') {
-        repr.replacen('e', ".0e", 1)
-    } else {
-        repr
     }
 }
 

@@ -166,6 +166,23 @@ pub fn float_repr(f: f64) -> String {
     out
 }
 
+/// PyYAML's `SafeRepresenter.represent_float`: lower-case repr, with `.0` before an
+/// exponent that has no dot (`1e+20` becomes `1.0e+20`).
+pub fn yaml_float(f: f64) -> String {
+    if f.is_nan() {
+        return ".nan".to_owned();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { ".inf" } else { "-.inf" }.to_owned();
+    }
+    let repr = float_repr(f).to_lowercase();
+    if !repr.contains('.') && repr.contains('e') {
+        repr.replacen('e', ".0e", 1)
+    } else {
+        repr
+    }
+}
+
 /// Python's `str.isprintable()` for one character.
 fn is_printable(c: char) -> bool {
     let cp = u32::from(c);
