@@ -48,6 +48,7 @@ fn state(ctx: &CallContext, name: &str, args: Value, test: bool) -> StateCall {
         saltenv: "base".into(),
         sls: "app".into(),
         id: "my-id".into(),
+        accumulators: Default::default(),
     }
 }
 

@@ -12,9 +12,6 @@ use saltq_states::modules::{StateCall, lookup};
 use serde_json::{Map, Value, json};
 use sha2::Digest;
 
-/// The accumulator store is one per process: the tests that run states take turns.
-static STATE_RUNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 /// Cases that cannot pass yet, with the reason.
 const PENDING: &[(&str, &str)] = &[
     (
@@ -215,8 +212,8 @@ fn tree(work: &Path) -> Value {
 }
 
 async fn run(case: &Value, test: bool) -> Value {
-    // A state run ends with its accumulators gone, as in Salt.
-    saltq_states::modules::file::reset_accumulators();
+    // The case's states share one run's accumulators; a new case starts without any.
+    let accumulators = saltq_states::modules::file::Accumulators::default();
     let dir = tempfile::tempdir().unwrap();
     let (work, srv) = setup(dir.path(), case);
     let opts = json!({"user": "root", "cachedir": dir.path().join("cache"), "hash_type": "sha256"});
@@ -243,6 +240,7 @@ async fn run(case: &Value, test: bool) -> Value {
             saltenv: "base".into(),
             sls: "fcase".into(),
             id: id.into(),
+            accumulators: accumulators.clone(),
         };
         let ret = (f.handler)(call).await.expect("state function error");
         let result = ret.result.map_or(Value::Null, Value::Bool);
@@ -300,7 +298,6 @@ fn normalize(v: &Value) -> Value {
 
 #[tokio::test]
 async fn file_states_match_salt() {
-    let _turn = STATE_RUNS.lock().await;
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/file_states/cases.json");
     let cases: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let only = std::env::var("FILE_CASE").ok();
@@ -358,6 +355,7 @@ async fn managed_backup_minion_keeps_the_old_file() {
         saltenv: "base".into(),
         sls: String::new(),
         id: "a".into(),
+        accumulators: Default::default(),
     };
     let ret = (lookup("file.managed").unwrap().handler)(call)
         .await
@@ -379,7 +377,6 @@ async fn managed_backup_minion_keeps_the_old_file() {
 /// behind. The result is compared with the `accumulated_blockreplace` recording.
 #[tokio::test]
 async fn accumulated_feeds_blockreplace_through_the_runner() {
-    let _turn = STATE_RUNS.lock().await;
     use saltq_states::run::{RunOptions, call_high};
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/file_states/cases.json");
     let cases: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
@@ -447,6 +444,7 @@ async fn accumulated_feeds_blockreplace_through_the_runner() {
         saltenv: "base".into(),
         sls: "fcase".into(),
         id: "blk".into(),
+        accumulators: Default::default(),
     };
     let ret = (lookup("file.blockreplace").unwrap().handler)(again)
         .await

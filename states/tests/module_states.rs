@@ -51,6 +51,7 @@ async fn event_send_fires_through_the_sink() {
         saltenv: "base".into(),
         sls: "t".into(),
         id: "ev".into(),
+        accumulators: Default::default(),
     };
     let ret = (f.handler)(call).await.expect("event.send runs");
     assert_eq!(ret.result, Some(true));

@@ -166,6 +166,7 @@ async fn mod_watch_remounts() {
         saltenv: "base".into(),
         sls: "watch".into(),
         id: "watched".into(),
+        accumulators: Default::default(),
     };
     let f = saltq_states::modules::lookup("mount.mod_watch").expect("registered");
     let ret = (f.handler)(watch("mounted")).await.expect("mod_watch");

@@ -93,6 +93,7 @@ async fn run(ctx: &CallContext, step: &Value, dir: &str) -> Value {
         saltenv: "base".into(),
         sls: "step".into(),
         id: id.into(),
+        accumulators: Default::default(),
     };
     match (f.handler)(call).await {
         Ok(ret) => common::as_salt(&ret),

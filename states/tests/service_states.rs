@@ -102,6 +102,7 @@ fn state(name: &str, args: &Value, test: bool) -> StateCall {
         saltenv: "base".into(),
         sls: "cases".into(),
         id: name.into(),
+        accumulators: Default::default(),
     }
 }
 

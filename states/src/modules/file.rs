@@ -11,7 +11,7 @@
 //! - `serialize`: `file.serialize`;
 //! - `keyvalue`: `file.keyvalue`;
 //! - `tidied`: `file.tidied`;
-//! - `accumulated`: `file.accumulated` and the store it fills ([`reset_accumulators`]);
+//! - `accumulated`: `file.accumulated` and the run's store it fills ([`Accumulators`]);
 //! - [`diff`]: the unified diff Salt puts in `changes['diff']`.
 //!
 //!
@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use super::{Ret, StateCall, StateFunction, state_handler};
 
-pub use accumulated::reset_accumulators;
+pub use accumulated::Accumulators;
 /// `file.managed`, for states that manage a file of their own (`cron.file`).
 pub(crate) use managed::managed;
 

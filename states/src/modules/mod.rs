@@ -86,6 +86,9 @@ pub struct StateCall {
     pub sls: String,
     /// The state's ID.
     pub id: String,
+    /// The run's accumulator store (`file.accumulated` fills it, `file.managed` and
+    /// `file.blockreplace` read it): one per run, shared by its states' calls.
+    pub accumulators: file::Accumulators,
 }
 
 impl StateCall {

@@ -1062,6 +1062,7 @@ mod tests {
         assert_eq!(r.extra["__jid__"], json!("2"));
         let r = runner_outcome(
             "Wheel",
+            accumulators: Default::default(),
             "key.x",
             &json!({"return": {"Error": "no"}, "success": true}),
         );

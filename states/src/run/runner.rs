@@ -250,10 +250,9 @@ pub async fn run(
 ) -> Map<String, Value> {
     let mut runner = Runner::new(ctx, opts);
     let ret = runner.call_chunks(chunks.clone()).await;
-    let ret = runner.call_listen(&chunks, ret).await;
-    // Salt deletes the run's accumulator data when call_high ends.
-    crate::modules::file::reset_accumulators();
-    ret
+    // The run's accumulators go with the runner, as Salt deletes its accumulator file
+    // when call_high ends.
+    runner.call_listen(&chunks, ret).await
 }
 
 /// Runs the chunks of one state ID as `state.sls_id` does: each through `call_chunk` with
@@ -280,7 +279,6 @@ pub async fn run_id(
         runner.running.shift_remove("__FAILHARD__");
         ret.extend(std::mem::take(&mut runner.running));
     }
-    crate::modules::file::reset_accumulators();
     ret
 }
 
@@ -346,6 +344,8 @@ struct Runner {
     procs: Vec<(String, JoinHandle<Map<String, Value>>)>,
     /// What requisites are matched against in `chunks`, read once per list.
     index: ChunkIndex,
+    /// This run's `file.accumulated` store, handed to every state function it calls.
+    accumulators: modules::file::Accumulators,
 }
 
 /// The text requisites are matched against, per chunk, with the exact-text lookups a
@@ -401,6 +401,7 @@ impl Runner {
             run_num: 0,
             procs: Vec::new(),
             index: ChunkIndex::default(),
+            accumulators: Default::default(),
         }
     }
 
@@ -1451,6 +1452,7 @@ impl Runner {
                 }
             });
         Ok(StateCall {
+            accumulators: self.accumulators.clone(),
             ctx: self.ctx.clone(),
             name: py_str(&low["name"]),
             args,

@@ -181,6 +181,7 @@ pub async fn replay(module: &str, except: &[&str]) -> usize {
             saltenv: "base".into(),
             sls: "step".into(),
             id: id.into(),
+            accumulators: Default::default(),
         };
         let ret = match (f.handler)(call).await {
             Ok(r) => r,

@@ -61,6 +61,7 @@ pub async fn run_state(ctx: &CallContext, fun: &str, id: &str, args: &Value, tes
         saltenv: "base".into(),
         sls: "cases".into(),
         id: id.into(),
+        accumulators: Default::default(),
     };
     match (f.handler)(call).await {
         Ok(ret) => ret,

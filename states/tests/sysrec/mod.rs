@@ -91,6 +91,7 @@ pub async fn run_step(ctx: &CallContext, step: &Value, root: &str) -> Value {
         saltenv: "base".into(),
         sls: "step".into(),
         id: id.into(),
+        accumulators: Default::default(),
     };
     let ret = match (f.handler)(call).await {
         Ok(ret) => ret,

@@ -2,12 +2,15 @@
 //! to the block's content) and `file.managed` (the template's `accumulator` variable).
 //!
 //! Salt keeps the store in a file per state run and deletes it when the run ends; saltq
-//! keeps it in memory for the process: the state runner calls [`reset_accumulators`] when
-//! a run ends. `file.accumulated` needs the chunk's `require_in`/`watch_in` in its
-//! arguments (Salt reads them from the low chunk) to know which file states it feeds.
+//! keeps it in memory, one [`Accumulators`] per run: the state runner makes it when the run
+//! starts and hands it to every state function through [`StateCall::accumulators`], so it
+//! goes when the run does and two runs in one process (a swarm of minions, concurrent
+//! orchestrations) never share one. `file.accumulated` needs the chunk's
+//! `require_in`/`watch_in` in its arguments (Salt reads them from the low chunk) to know
+//! which file states it feeds.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use saltq_exec::Param;
 use serde_json::{Map, Value};
@@ -23,17 +26,26 @@ struct Accum {
     deps: BTreeMap<String, Vec<String>>,
 }
 
-static STORE: Mutex<BTreeMap<String, Accum>> = Mutex::new(BTreeMap::new());
+/// One state run's accumulators, per target file. Clones share the store: the runner
+/// hands a clone to each state function of the run; a new run starts with an empty one.
+#[derive(Debug, Clone, Default)]
+pub struct Accumulators(Arc<Mutex<BTreeMap<String, Accum>>>);
 
-/// Forgets every accumulator (Salt deletes its accumulator file when a state run ends).
-pub fn reset_accumulators() {
-    STORE.lock().unwrap_or_else(|e| e.into_inner()).clear();
+impl Accumulators {
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Accum>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether nothing was accumulated in this run.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
 }
 
 /// The texts accumulated for `filename` that feed the state `id`, in order: those whose
 /// requisites name `id`, or all of them when none does (Salt's `blockreplace`).
-pub(super) fn texts_for(filename: &str, id: &str) -> Vec<Value> {
-    let store = STORE.lock().unwrap_or_else(|e| e.into_inner());
+pub(super) fn texts_for(accumulators: &Accumulators, filename: &str, id: &str) -> Vec<Value> {
+    let store = accumulators.lock();
     let Some(acc) = store.get(filename) else {
         return Vec::new();
     };
@@ -53,8 +65,8 @@ pub(super) fn texts_for(filename: &str, id: &str) -> Vec<Value> {
 }
 
 /// The template's `accumulator` variable for `filename`: `{name: [texts]}`, if any.
-pub(super) fn context_for(filename: &str) -> Option<Value> {
-    let store = STORE.lock().unwrap_or_else(|e| e.into_inner());
+pub(super) fn context_for(accumulators: &Accumulators, filename: &str) -> Option<Value> {
+    let store = accumulators.lock();
     let acc = store.get(filename)?;
     let m: Map<String, Value> = acc
         .data
@@ -111,7 +123,7 @@ pub(super) async fn accumulated(call: StateCall) -> Result<Ret, StateError> {
         other => vec![other],
     };
     let filename = call.arg("filename").map(py_str).unwrap_or_default();
-    let mut store = STORE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut store = call.accumulators.lock();
     let acc = store.entry(filename.clone()).or_default();
     let ids = acc.deps.entry(name.clone()).or_default();
     for d in &deps {

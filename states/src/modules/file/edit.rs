@@ -302,7 +302,7 @@ pub(super) async fn blockreplace(call: StateCall) -> Result<Ret, StateError> {
             Err(e) => return Ok(error(ret, e)),
         }
     }
-    for line in super::accumulated::texts_for(&name, &call.id) {
+    for line in super::accumulated::texts_for(&call.accumulators, &name, &call.id) {
         let line = py_str(&line);
         if content.is_empty() {
             content = line;

@@ -330,7 +330,7 @@ pub(super) fn template_extra(call: &StateCall, name: &str, source: &str) -> Map<
             extra.extend(m.clone());
         }
     }
-    if let Some(acc) = super::accumulated::context_for(name) {
+    if let Some(acc) = super::accumulated::context_for(&call.accumulators, name) {
         extra.insert("accumulator".into(), acc);
     }
     extra
