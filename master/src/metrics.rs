@@ -156,6 +156,12 @@ pub struct ClusterGauges {
     pub replicas: usize,
     /// NATS messages this replica published.
     pub nats_sent: u64,
+    /// The same, by kind (subject).
+    pub nats_published: Vec<(&'static str, u64)>,
+    /// PostgreSQL statements this replica sent for the cluster's tables, by kind.
+    pub pg_statements: Vec<(&'static str, u64)>,
+    /// Messages dropped from the replica's full queues, by queue.
+    pub dropped: Vec<(&'static str, u64)>,
 }
 
 impl Metrics {
@@ -266,6 +272,31 @@ impl Metrics {
                  saltq_cluster_nats_messages_sent_total {}",
                 c.nats_sent
             );
+            for (name, help, label, counts) in [
+                (
+                    "saltq_cluster_nats_published_total",
+                    "NATS messages this replica published, by kind.",
+                    "kind",
+                    &c.nats_published,
+                ),
+                (
+                    "saltq_cluster_pg_statements_total",
+                    "PostgreSQL statements this replica sent for the cluster's tables, by kind.",
+                    "kind",
+                    &c.pg_statements,
+                ),
+                (
+                    "saltq_cluster_queue_dropped_total",
+                    "Messages dropped because a cluster queue was full, by queue.",
+                    "queue",
+                    &c.dropped,
+                ),
+            ] {
+                let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+                for (kind, n) in counts {
+                    let _ = writeln!(out, "{name}{{{label}=\"{kind}\"}} {n}");
+                }
+            }
             counter(
                 &mut out,
                 "saltq_cluster_jobs_published_total",
@@ -291,6 +322,15 @@ impl Metrics {
         );
         out
     }
+}
+
+/// Appends `saltq_log_suppressed_total`: log lines the rate limit dropped (`lograte`).
+pub fn render_log_suppressed(out: &mut String, n: u64) {
+    let _ = writeln!(
+        out,
+        "# HELP saltq_log_suppressed_total Log lines dropped by the per-kind log rate limit.\n\
+         # TYPE saltq_log_suppressed_total counter\nsaltq_log_suppressed_total {n}"
+    );
 }
 
 #[cfg(test)]
@@ -355,6 +395,9 @@ mod tests {
                 here: 1,
                 replicas: 3,
                 nats_sent: 7,
+                nats_published: vec![("facts", 5), ("routes", 2)],
+                pg_statements: vec![("facts", 1)],
+                dropped: vec![("events", 0)],
             }),
             cache_transactions: 2,
             handshakes: Handshakes::default(),
@@ -364,6 +407,14 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("saltq_cluster_replicas 3"), "{text}");
+        assert!(
+            text.contains("saltq_cluster_nats_published_total{kind=\"facts\"} 5"),
+            "{text}"
+        );
+        assert!(
+            text.contains("saltq_cluster_pg_statements_total{kind=\"facts\"} 1"),
+            "{text}"
+        );
         assert!(
             text.contains("saltq_cluster_jobs_published_total 4"),
             "{text}"

@@ -14,6 +14,7 @@
 //! - single-runner duties: [`leader::PgLeadership`];
 //! - jids: the shared job cache (`jids.rs`).
 
+pub mod counts;
 pub mod delivery;
 pub mod events;
 pub mod leader;
@@ -137,6 +138,12 @@ impl Cluster {
             here,
             replicas,
             nats_sent: self.nats.sent(),
+            nats_published: self.nats.published(),
+            pg_statements: self.store.statements(),
+            dropped: vec![(
+                "events",
+                self.bus.dropped.load(std::sync::atomic::Ordering::Relaxed),
+            )],
         }
     }
 

@@ -11,6 +11,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 
+use super::counts::Counts;
+
 /// The header naming the replica that sent a message.
 const REPLICA_HEADER: &str = "Saltq-Replica";
 
@@ -76,9 +78,15 @@ pub struct Nats {
     replica: String,
     /// Counts the connections made after the first: a replica that was away says hello again.
     reconnects: tokio::sync::watch::Receiver<u64>,
-    /// Messages this replica published (requests and answers included), for /metrics.
-    sent: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Messages this replica published (requests and answers included) by kind, for /metrics.
+    published: std::sync::Arc<Counts>,
 }
+
+/// The kinds of message counted on `/metrics`: a subject's name (its first token after
+/// `saltq.<cluster_id>.`), `reply` for answers to requests, `other` for anything else.
+pub const KINDS: &[&str] = &[
+    "events", "routes", "facts", "returns", "keys", "deliver", "reply", "other",
+];
 
 impl Nats {
     /// Connects, failing after a few seconds if no server answers; once connected, the
@@ -134,7 +142,7 @@ impl Nats {
             cluster_id: opts.cluster_id.clone(),
             replica: opts.replica.clone(),
             reconnects,
-            sent: Default::default(),
+            published: std::sync::Arc::new(Counts::new(KINDS)),
         })
     }
 
@@ -145,7 +153,21 @@ impl Nats {
 
     /// Messages published so far by this replica.
     pub fn sent(&self) -> u64 {
-        self.sent.load(std::sync::atomic::Ordering::Relaxed)
+        self.published.read().iter().map(|(_, n)| n).sum()
+    }
+
+    /// Messages published so far by this replica, by kind ([`KINDS`]).
+    pub fn published(&self) -> Vec<(&'static str, u64)> {
+        self.published.read()
+    }
+
+    /// The kind a message on `subject` is counted as.
+    fn kind<'a>(&self, subject: &'a str) -> &'a str {
+        let prefix = format!("saltq.{}.", self.cluster_id);
+        match subject.strip_prefix(&prefix) {
+            Some(name) => name.split('.').next().unwrap_or("other"),
+            None => "reply",
+        }
     }
 
     /// Changes each time the client connects again after losing the server.
@@ -168,7 +190,7 @@ impl Nats {
     pub async fn publish(&self, subject: String, payload: Bytes) -> Result<(), String> {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert(REPLICA_HEADER, self.replica.as_str());
-        self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.published.add(self.kind(&subject), 1);
         self.client
             .publish_with_headers(subject, headers, payload)
             .await
@@ -209,7 +231,7 @@ impl Nats {
     ) -> Result<Bytes, String> {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert(REPLICA_HEADER, self.replica.as_str());
-        self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.published.add(self.kind(&subject), 1);
         match tokio::time::timeout(
             timeout,
             self.client

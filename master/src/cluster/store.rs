@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 use tokio_postgres::{Client, Config, NoTls};
 
+use super::counts::Counts;
 use crate::keys::KeyState;
 
 /// The cluster's tables.
@@ -17,7 +18,12 @@ pub struct ClusterStore {
     /// `schema.` or empty.
     prefix: String,
     conn: Mutex<Option<Client>>,
+    /// Statements sent, by kind ([`KINDS`]), for /metrics.
+    statements: Counts,
 }
+
+/// The kinds of statement counted on `/metrics`.
+pub const KINDS: &[&str] = &["facts", "keys", "read", "schema", "other"];
 
 /// A database error, as text for messages.
 pub type StoreError = String;
@@ -39,6 +45,7 @@ impl ClusterStore {
             config,
             prefix,
             conn: Mutex::new(None),
+            statements: Counts::new(KINDS),
         };
         let p = &store.prefix;
         let create_schema = schema
@@ -88,7 +95,13 @@ impl ClusterStore {
         }))
     }
 
+    /// Statements sent so far, by kind.
+    pub fn statements(&self) -> Vec<(&'static str, u64)> {
+        self.statements.read()
+    }
+
     async fn batch(&self, sql: &str) -> Result<(), StoreError> {
+        self.statements.add("schema", 1);
         let mut c = self.client().await?;
         let tx = c.transaction().await.map_err(|e| e.to_string())?;
         tx.batch_execute(sql).await.map_err(|e| e.to_string())?;
@@ -104,6 +117,7 @@ impl ClusterStore {
         let p = &self.prefix;
         let mut c = self.client().await?;
         let tx = c.transaction().await.map_err(|e| e.to_string())?;
+        self.statements.add("keys", 1 + entries.len() as u64);
         tx.execute(
             &format!("DELETE FROM {p}saltq_cluster_keys WHERE id = $1"),
             &[&id],
@@ -125,6 +139,7 @@ impl ClusterStore {
     pub async fn keys(&self, id: &str) -> Result<Vec<(KeyState, String)>, StoreError> {
         let p = &self.prefix;
         let c = self.client().await?;
+        self.statements.add("read", 1);
         let rows = c
             .query(
                 &format!("SELECT state, pem FROM {p}saltq_cluster_keys WHERE id = $1"),
@@ -142,6 +157,7 @@ impl ClusterStore {
     pub async fn all_keys(&self) -> Result<Vec<(String, KeyState, String)>, StoreError> {
         let p = &self.prefix;
         let c = self.client().await?;
+        self.statements.add("read", 1);
         let rows = c
             .query(
                 &format!("SELECT id, state, pem FROM {p}saltq_cluster_keys"),
@@ -159,6 +175,7 @@ impl ClusterStore {
     pub async fn put_facts(&self, id: &str, grains: &str, pillar: &str) -> Result<(), StoreError> {
         let p = &self.prefix;
         let c = self.client().await?;
+        self.statements.add("facts", 1);
         c.execute(
             &format!(
                 "INSERT INTO {p}saltq_cluster_minions (id, grains, pillar) VALUES ($1, $2, $3)
@@ -176,6 +193,7 @@ impl ClusterStore {
     pub async fn all_facts(&self) -> Result<Vec<(String, String, String)>, StoreError> {
         let p = &self.prefix;
         let c = self.client().await?;
+        self.statements.add("read", 1);
         let rows = c
             .query(
                 &format!("SELECT id, grains, pillar FROM {p}saltq_cluster_minions"),
