@@ -3,7 +3,9 @@
 //! servers on 127.0.0.1). A swarm of SIZE minions is spread evenly over the replicas. Measured:
 //! `'*' test.ping` through replica 0 until every minion returned, the rate of publishes to one
 //! minion, and what each job costs the cluster: NATS messages published by all replicas and
-//! job cache transactions, from their `/metrics` before and after.
+//! job cache transactions, from their `/metrics` before and after. Last, the reconnect of the
+//! whole swarm (every swarm stopped, then started again with the same keys and grains): the
+//! NATS messages and PostgreSQL statements it cost all replicas, by kind.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -28,6 +30,61 @@ struct Measured {
     singles_per_s: f64,
     nats_per_job: f64,
     tx_per_job: f64,
+    /// What the reconnect of the whole swarm cost, summed over the replicas.
+    reconnect: Reconnect,
+}
+
+/// NATS messages and PostgreSQL statements by kind, over every replica.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Reconnect {
+    nats: Vec<(&'static str, f64)>,
+    pg: Vec<(&'static str, f64)>,
+}
+
+/// The kinds the master counts (`master/src/cluster/nats.rs` and `store.rs`).
+const NATS_KINDS: &[&str] = &[
+    "events", "routes", "facts", "returns", "keys", "deliver", "reply", "other",
+];
+const PG_KINDS: &[&str] = &["facts", "keys", "read", "schema", "other"];
+
+impl Reconnect {
+    /// The counters of every replica now.
+    fn read(replicas: &[Master]) -> anyhow::Result<Reconnect> {
+        let by = |name: &str, kinds: &[&'static str]| -> anyhow::Result<Vec<(&'static str, f64)>> {
+            kinds
+                .iter()
+                .map(|k| Ok((*k, total(replicas, &format!("{name}{{kind=\"{k}\"}}"))?)))
+                .collect()
+        };
+        Ok(Reconnect {
+            nats: by("saltq_cluster_nats_published_total", NATS_KINDS)?,
+            pg: by("saltq_cluster_pg_statements_total", PG_KINDS)?,
+        })
+    }
+
+    /// `self - before`, kind by kind.
+    fn since(&self, before: &Reconnect) -> Reconnect {
+        let sub = |a: &[(&'static str, f64)], b: &[(&'static str, f64)]| {
+            a.iter()
+                .zip(b)
+                .map(|((k, x), (_, y))| (*k, x - y))
+                .collect()
+        };
+        Reconnect {
+            nats: sub(&self.nats, &before.nats),
+            pg: sub(&self.pg, &before.pg),
+        }
+    }
+
+    fn describe(v: &[(&'static str, f64)]) -> String {
+        let total: f64 = v.iter().map(|(_, n)| n).sum();
+        let parts: Vec<String> = v
+            .iter()
+            .filter(|(_, n)| *n != 0.0)
+            .map(|(k, n)| format!("{k} {n:.0}"))
+            .collect();
+        format!("{total:.0} ({})", parts.join(", "))
+    }
 }
 
 fn env_or(name: &str, default: &str) -> String {
@@ -55,8 +112,20 @@ impl Ctx {
             "host=127.0.0.1 user=postgres dbname=test",
         );
         let nats = env_or("SALTQ_BENCH_NATS", "nats://127.0.0.1:4222");
+        // SALTQ_BENCH_CLUSTER_REPLICAS=3 measures only the cluster of three.
+        let configs: Vec<usize> = match std::env::var("SALTQ_BENCH_CLUSTER_REPLICAS") {
+            Ok(v) if !v.is_empty() => v
+                .split(',')
+                .map(|r| {
+                    r.trim().parse().with_context(|| {
+                        format!("SALTQ_BENCH_CLUSTER_REPLICAS: {r:?} is not a number of replicas")
+                    })
+                })
+                .collect::<anyhow::Result<_>>()?,
+            _ => vec![1, 3],
+        };
         let mut results = Vec::new();
-        for replicas in [1usize, 3] {
+        for replicas in configs {
             let m = measure(
                 &self.bins,
                 &dir.join(format!("r{replicas}")),
@@ -74,6 +143,12 @@ impl Ctx {
                 m.singles_per_s,
                 m.nats_per_job,
                 m.tx_per_job
+            );
+            eprintln!(
+                "  {replicas} replica(s): reconnect of all {n}: NATS messages {}; PostgreSQL \
+                 statements {}",
+                Reconnect::describe(&m.reconnect.nats),
+                Reconnect::describe(&m.reconnect.pg),
             );
             results.push((replicas, m));
         }
@@ -115,6 +190,10 @@ impl Ctx {
                     .map(|(r, m)| json!({
                         "replicas": r, "all_ms": m.all_ms, "singles_per_s": m.singles_per_s,
                         "nats_per_job": m.nats_per_job, "tx_per_job": m.tx_per_job,
+                        "reconnect": {
+                            "nats": m.reconnect.nats.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+                            "pg": m.reconnect.pg.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+                        },
                     }))
                     .collect::<Vec<_>>()
             ),
@@ -221,6 +300,7 @@ async fn measure(
         }
     }
     let singles_per_s = SINGLES as f64 / t.elapsed().as_secs_f64();
+    let reconnect = reconnect(bins, dir, &mut masters, &mut swarms, n, limit)?;
     for s in &mut swarms {
         s.stop();
     }
@@ -237,5 +317,71 @@ async fn measure(
         singles_per_s,
         nats_per_job,
         tx_per_job,
+        reconnect,
     })
+}
+
+/// Stops every swarm, waits until no minion is connected anywhere, starts them again (same
+/// keys, same grains) and counts what the replicas sent until every minion is back and the
+/// counters stand still.
+fn reconnect(
+    bins: &Bins,
+    dir: &Path,
+    masters: &mut [Master],
+    swarms: &mut [Proc],
+    n: usize,
+    limit: Duration,
+) -> anyhow::Result<Reconnect> {
+    let replicas = masters.len();
+    for s in swarms.iter_mut() {
+        s.stop();
+    }
+    let deadline = Instant::now() + limit;
+    while masters[0].connected()? > 0 {
+        if Instant::now() >= deadline {
+            bail!("minions still connected {limit:?} after their swarms stopped");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let quiet = |masters: &[Master]| -> anyhow::Result<Reconnect> {
+        // Settled when two reads 1 s apart agree on facts and keys (heartbeats never stop).
+        let mut last = Reconnect::read(masters)?;
+        for _ in 0..120 {
+            std::thread::sleep(Duration::from_secs(1));
+            let now = Reconnect::read(masters)?;
+            let settled = |r: &Reconnect| {
+                (
+                    r.nats
+                        .iter()
+                        .filter(|(k, _)| *k != "routes")
+                        .map(|(_, v)| *v)
+                        .sum::<f64>(),
+                    r.pg.iter().map(|(_, v)| *v).sum::<f64>(),
+                )
+            };
+            if settled(&now) == settled(&last) {
+                return Ok(now);
+            }
+            last = now;
+        }
+        bail!("the cluster's counters did not settle within 120 s")
+    };
+    let before = quiet(masters)?;
+    let started = Instant::now();
+    for (i, (m, s)) in masters.iter().zip(swarms.iter_mut()).enumerate() {
+        let count = n / replicas + usize::from(i < n % replicas);
+        *s = start_swarm_named(
+            bins,
+            &dir.join(format!("swarm{i}")),
+            count,
+            m.port,
+            &format!("s{i}-"),
+        )?;
+    }
+    {
+        let (first, _) = masters.split_at_mut(1);
+        let mut watch: Vec<&mut Proc> = swarms.iter_mut().collect();
+        first[0].wait_connected(n as u64, started, limit, &mut watch)?;
+    }
+    Ok(quiet(masters)?.since(&before))
 }
