@@ -14,7 +14,7 @@ use saltq_exec::{CallContext, PubInfo};
 use saltq_states::Engine;
 use serde_json::{Map, Value, json};
 
-use common::{DirFiles, compare, data_dir, load_cases, yaml};
+use common::{DirFiles, compare, data_dir, load_requisite_cases, yaml};
 
 /// Cases whose engine answer differs from Salt's today, and how (none now; a case listed
 /// here that starts matching fails the test, so the list stays true).
@@ -288,7 +288,7 @@ async fn the_engine_answers_as_salt() {
     let mut failures = Vec::new();
     let mut ran = 0;
     // Salt's requisite cases: the SLS files sit in `base`.
-    let (cases, recorded) = load_cases("requisites");
+    let (cases, recorded) = load_requisite_cases();
     for case in &cases {
         if case.name.contains("ordering_and_errors_10") {
             continue; // Salt itself crashes on this tree.

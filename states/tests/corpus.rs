@@ -1,5 +1,6 @@
 //! Trees written by others: every SLS of Salt's own integration-test trees that uses only the
-//! `test`, `cmd` and `file` states (tests/data/corpus/tree, see its NOTICE) run through saltq's
+//! `test`, `cmd` and `file` states (`../shared/third-party/salt-tests/integration-files-base`,
+//! see the NOTICE beside it; tests/data/corpus/README.md says which SLS) run through saltq's
 //! state system in-process, as a minion runs it, and compared with what Salt 3007.8 answered
 //! (tests/data/corpus/recorded.json, made by gen.py beside it).
 //!
@@ -10,6 +11,8 @@
 //! are compared whole; the retcode always. Every mismatch is collected and the test fails once,
 //! listing them all. Calls where Salt itself crashed (recorded as `salt_crashed`) are listed and
 //! not run.
+
+mod common;
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -63,9 +66,14 @@ const CALLS: [Kind; 4] = [
     },
 ];
 
-/// Where the corpus lives.
+/// Where Salt's recorded answers for the corpus live (the project's own recording).
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/corpus")
+}
+
+/// Salt's integration-test tree itself: a third-party input, in ../shared.
+fn corpus_tree() -> PathBuf {
+    common::third_party("salt-tests/integration-files-base")
 }
 
 /// The fileserver over one directory, serving it as every saltenv: what `salt-call --local`
@@ -328,8 +336,7 @@ fn pretty(v: &Value) -> String {
 /// one, so that both sides ran the same shell.
 #[test]
 fn salt_integration_trees_give_salts_answers() {
-    let dir = corpus_dir();
-    let path = dir.join("recorded.json");
+    let path = corpus_dir().join("recorded.json");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let recorded: Value = serde_json::from_str(&text)
@@ -356,12 +363,11 @@ fn salt_integration_trees_give_salts_answers() {
         .enable_all()
         .build()
         .unwrap_or_else(|e| panic!("cannot start a runtime: {e}"))
-        .block_on(compare_recorded(&dir, &path, &recorded));
+        .block_on(compare_recorded(&path, &recorded));
 }
 
-async fn compare_recorded(dir: &Path, path: &Path, recorded: &Value) {
-    let tree = dir
-        .join("tree")
+async fn compare_recorded(path: &Path, recorded: &Value) {
+    let tree = corpus_tree()
         .canonicalize()
         .unwrap_or_else(|e| panic!("cannot resolve the corpus tree: {e}"));
     let minion_id = recorded["minion_id"].as_str().unwrap_or("corpus");
@@ -471,7 +477,7 @@ fn normalisation_matches_gen_py() {
 async fn the_tree_client_serves_the_corpus() {
     let cache = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let files = TreeFiles {
-        root: corpus_dir().join("tree"),
+        root: corpus_tree(),
         cachedir: cache.path().to_owned(),
     };
     let listed = files.list_files("base", "requisites/").await;
@@ -501,4 +507,18 @@ async fn the_tree_client_serves_the_corpus() {
         .unwrap_or_else(|| panic!("testfile not cached"));
     assert_eq!(cached, cache.path().join("files/base/testfile"));
     assert!(std::fs::read_to_string(cached).is_ok_and(|t| t.starts_with("Scene 24")));
+}
+
+/// A checkout without ../shared beside it fails with the path it looked for.
+#[test]
+fn a_missing_third_party_tree_is_named() {
+    let err = common::third_party_under(
+        Path::new("/nonexistent-checkout/main"),
+        "salt-tests/integration-files-base",
+    )
+    .expect_err("no such folder");
+    assert!(
+        err.contains("/nonexistent-checkout/shared/third-party/salt-tests/integration-files-base"),
+        "{err}"
+    );
 }

@@ -1,4 +1,5 @@
-//! Public formulas (ntp, nginx, template, openssh; data/formulas, each with its licence)
+//! Public formulas (ntp, nginx, template, openssh; read from ../shared/third-party/formulas,
+//! each with its licence)
 //! through saltq's engine as a minion runs it — `state.show_sls` and `state.show_low_sls`
 //! over the formula as `salt://` — compared with Salt 3007.8's answers for the same grains and
 //! pillars (data/formulas/show.json, made by data/formulas/gen_show.py).
@@ -11,7 +12,7 @@ use saltq_exec::{CallContext, PubInfo};
 use saltq_states::Engine;
 use serde_json::{Map, Value, json};
 
-use common::{DirFiles, data_dir};
+use common::{DirFiles, data_dir, third_party};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn formulas_compile_as_salt_compiles_them() {
@@ -24,7 +25,8 @@ async fn formulas_compile_as_salt_compiles_them() {
     for case in cases {
         let formula = case["formula"].as_str().unwrap();
         let root = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(dir.join(formula), root.path().join("base")).unwrap();
+        let formula_dir = third_party(&format!("formulas/{formula}"));
+        std::os::unix::fs::symlink(formula_dir, root.path().join("base")).unwrap();
         let cache = tempfile::tempdir().unwrap();
         let opts = json!({
             "id": "minion1",

@@ -3,6 +3,8 @@
 //! temporary directory served by a test file client, with the recording's grains, pillar
 //! and options.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -188,16 +190,16 @@ fn yaml_keeps_definition_order() {
 }
 
 /// Public formulas (saltstack-formulas/ntp-formula, nginx-formula, template-formula and
-/// openssh-formula, under
-/// tests/data/formulas with their LICENSE files) rendered by Salt (tests/data/formulas/gen.py)
-/// and by us: every SLS file with both recorded pillars, and their templates. Returns one
-/// line per difference and how many renders were compared.
+/// openssh-formula, read from ../shared/third-party/formulas with their LICENSE files)
+/// rendered by Salt (recorded by tests/data/formulas/gen.py into tests/data/formulas) and by
+/// us: every SLS file with both recorded pillars, and their templates. Returns one line per
+/// difference and how many renders were compared.
 fn replay_formula(name: &str) -> (Vec<String>, usize) {
     let dir = data_dir().join("formulas");
     let rec: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap())
             .unwrap();
-    let root = dir.join(name);
+    let root = common::third_party(&format!("formulas/{name}"));
     let grains = rec["grains"].clone();
     let mut failures = Vec::new();
     let mut checked = 0;

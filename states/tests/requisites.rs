@@ -1,6 +1,7 @@
 //! Salt's requisite tests (`tests/pytests/functional/modules/state/requisites/` in Salt
 //! 3007.8, Apache-2.0), replayed against our compiler and runner. The inputs (SLS files and
-//! the call) were extracted by `data/requisites/extract.py` into `cases.json`; what Salt
+//! the call) were extracted by `data/requisites/extract.py` into
+//! `../shared/third-party/salt-tests/requisites-cases.json` (read from there); what Salt
 //! answered was recorded from the real Salt by `data/requisites/gen.py` into
 //! `recorded.json`. Each case compares, per state, `result`, `comment`, `changes`,
 //! `__run_num__`, `name`, `__id__`, `__sls__` and the extra keys Salt adds; timings and
@@ -10,7 +11,7 @@ mod common;
 
 use saltq_states::run::retcode;
 
-use common::{compare, load_cases, run_case};
+use common::{compare, load_requisite_cases, run_case};
 
 /// Cases we do not replay yet, with the reason.
 const PENDING: &[(&str, &str)] = &[(
@@ -20,7 +21,7 @@ const PENDING: &[(&str, &str)] = &[(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requisites_match_salt() {
-    let (cases, recorded) = load_cases("requisites");
+    let (cases, recorded) = load_requisite_cases();
     let mut failures = Vec::new();
     let mut passed = 0;
     for case in &cases {

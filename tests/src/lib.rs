@@ -7,6 +7,9 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+mod third_party;
+pub use third_party::{third_party, third_party_under};
+
 /// Polls `cond` every 50 ms until it holds or `timeout` passes; panics with `what` on timeout.
 pub fn eventually<T>(what: &str, timeout: Duration, mut cond: impl FnMut() -> Option<T>) -> T {
     let start = Instant::now();

@@ -29,22 +29,55 @@ pub struct Call {
     pub kwargs: Map<String, Value>,
 }
 
+/// The project's own test data: `tests/data/<kind>` (recordings of Salt and the scripts that
+/// make them).
 pub fn data_dir(kind: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(kind)
 }
 
-/// The cases and Salt's recorded answers.
-pub fn load_cases(kind: &str) -> (Vec<Case>, Map<String, Value>) {
-    let dir = data_dir(kind);
-    let cases: Vec<Case> =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).expect("cases.json"))
-            .expect("cases.json parses");
-    let recorded: Map<String, Value> = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("recorded.json")).expect("recorded.json"),
+/// A third-party input (`rel` under `../shared/third-party`, beside the checkout: the public
+/// formulas and Salt's own test trees, which the project does not hold). Panics naming the
+/// path when it is missing: CI always has it.
+pub fn third_party(rel: &str) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the states crate sits in the workspace");
+    third_party_under(root, rel).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `rel` under `<workspace root>/../shared/third-party`, or why it cannot be had.
+pub fn third_party_under(root: &Path, rel: &str) -> Result<PathBuf, String> {
+    let shared = root.parent().unwrap_or(root).join("shared/third-party");
+    let path = shared.join(rel);
+    if path.exists() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "third-party test input {} is missing: the tests read it from ../shared/third-party \
+             beside the checkout ({})",
+            path.display(),
+            root.display()
+        ))
+    }
+}
+
+/// The SLS inputs of Salt's requisite tests (third-party) and Salt's recorded answers to them
+/// (the project's own `data/requisites/recorded.json`).
+pub fn load_requisite_cases() -> (Vec<Case>, Map<String, Value>) {
+    let path = third_party("salt-tests/requisites-cases.json");
+    let cases: Vec<Case> = serde_json::from_str(
+        &std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", path.display())),
     )
-    .expect("recorded.json parses");
+    .unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()));
+    let path = data_dir("requisites").join("recorded.json");
+    let recorded: Map<String, Value> = serde_json::from_str(
+        &std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", path.display())),
+    )
+    .unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()));
     (cases, recorded)
 }
 

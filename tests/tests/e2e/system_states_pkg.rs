@@ -1,10 +1,10 @@
 //! The `pkg`, `pkgrepo` and `service` states through a real master and minion (issue 16),
 //! and a public formula that uses them: the ntp formula's `ntp.ng` (saltstack-formulas,
-//! Apache-2.0, in states/tests/data/formulas/ntp with its licence), pointed by pillar into a
+//! Apache-2.0, in ../shared/third-party/formulas/ntp with its licence), pointed by pillar into a
 //! sandbox and compared with what `salt-call --local` answered for the same tree and pillar
 //! (`data/formula_ntp/recorded.json`, made by `data/formula_ntp/gen.py`); and the memcached
 //! formula's `memcached.config` (saltstack-formulas, Apache-2.0, in
-//! states/tests/data/formulas/memcached), which adds `user.present` to those three, applied
+//! ../shared/third-party/formulas/memcached), which adds `user.present` to those three, applied
 //! with Debian's real `memcached` and compared the same way, then its `memcached.uninstall`;
 //! and once more as it comes, without pillar, on Debian's own user and config file
 //! (`data/formula_memcached/`).
@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use saltq_tests::{Master, Scratch};
+use saltq_tests::{Master, Scratch, third_party};
 use serde_json::{Map, Value, json};
 
 /// Root on Debian with apt and `update-rc.d`, systemd not running; else why not.
@@ -203,7 +203,7 @@ fn formula_ntp_ng_applies_as_salt_call_does() {
     install_init_script(rec["script"].as_str().unwrap(), &svc);
     std::fs::create_dir_all(&sandbox).unwrap();
 
-    let formula = Path::new(env!("CARGO_MANIFEST_DIR")).join("../states/tests/data/formulas/ntp");
+    let formula = third_party("formulas/ntp");
     let (master, _minion) = master_with(&formula);
     let pillar = format!("pillar={}", rec["pillar"]);
 
@@ -358,8 +358,7 @@ impl Memcached {
             !String::from_utf8_lossy(&installed.stdout).contains("installed"),
             "memcached is installed: another run left it?"
         );
-        let formula =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../states/tests/data/formulas/memcached");
+        let formula = third_party("formulas/memcached");
         let (master, minion) = master_with(&formula);
         Self {
             rec,

@@ -1,5 +1,6 @@
-"""Records what Salt 3007.8 answers for every SLS of ./tree (state trees taken from Salt's own
-integration tests, see NOTICE), for states/tests/corpus.rs.
+"""Records what Salt 3007.8 answers for every SLS of the tree (state trees taken from Salt's own
+integration tests: ../shared/third-party/salt-tests/integration-files-base beside the checkout,
+see the NOTICE there), for states/tests/corpus.rs.
 
 Salt is the oracle; nothing of it is copied into saltq. Regenerate with Salt 3007.8 in a
 virtualenv (see README.md):
@@ -13,7 +14,7 @@ fresh output folder OUT:
     state.show_sls NAME       -> "show_sls"
     state.show_low_sls NAME   -> "show_low_sls"
 each with `pillar=PILLAR` (PILLAR below, {out} replaced by OUT). The minion is `corpus`,
-file_roots is ./tree. Each record is {"ret": ..., "retcode": ...}: the return with start_time and
+file_roots is that tree. Each record is {"ret": ..., "retcode": ...}: the return with start_time and
 duration dropped, pids replaced by "{pid}", and the throwaway paths replaced by "{out}", "{root}"
 and "{tree}". Where Salt itself crashes with a Python exception (no JSON return), the record is
 {"salt_crashed": LAST LINE OF THE TRACEBACK, "retcode": ...} instead. Writes recorded.json
@@ -32,7 +33,11 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TREE = os.path.join(HERE, "tree")
+REPO = os.path.abspath(os.path.join(HERE, "../../../.."))
+# A third-party input beside the checkout, not in the project.
+TREE = os.path.realpath(os.path.join(REPO, "../shared/third-party/salt-tests/integration-files-base"))
+if not os.path.isdir(TREE):
+    raise SystemExit(f"the third-party tree is missing: {TREE}")
 SALT_CALL = os.path.join(os.path.dirname(sys.executable), "salt-call")
 
 # The pillar every run gets: the tree's SLS read these keys (include-test, to-include-test,

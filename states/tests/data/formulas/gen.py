@@ -12,7 +12,9 @@ formula's options):
 
 The minion's opts carry `__cli: salt-minion` (the template formula reads it).
 
-Each is copied with its LICENSE. Regenerate (from the repository root):
+The formulas are third-party inputs, read (with their LICENSE) from
+../shared/third-party/formulas/<formula> beside the checkout; only Salt's answers are kept here.
+Regenerate (from the repository root):
 
     /work/saltvenv/bin/python states/tests/data/formulas/gen.py
 
@@ -24,6 +26,11 @@ import os
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "../../../.."))
+# The formulas themselves: third-party inputs beside the checkout, not in the project.
+FORMULAS_DIR = os.path.realpath(os.path.join(REPO, "../shared/third-party/formulas"))
+if not os.path.isdir(FORMULAS_DIR):
+    raise SystemExit(f"the third-party formulas are missing: {FORMULAS_DIR}")
 
 GRAINS = {
     "id": "minion1",
@@ -98,17 +105,17 @@ NGINX_PILLARS = {
 }
 NGINX_SLS = [
     "nginx." + name[: -len(".sls")] if name != "init.sls" else "nginx"
-    for name in sorted(os.listdir(os.path.join(HERE, "nginx", "nginx")))
+    for name in sorted(os.listdir(os.path.join(FORMULAS_DIR, "nginx", "nginx")))
     if name.endswith(".sls")
 ] + [
     "nginx.ng." + name[: -len(".sls")] if name != "init.sls" else "nginx.ng"
-    for name in sorted(os.listdir(os.path.join(HERE, "nginx", "nginx", "ng")))
+    for name in sorted(os.listdir(os.path.join(FORMULAS_DIR, "nginx", "nginx", "ng")))
     if name.endswith(".sls")
 ]
 
 def all_sls(top):
     """Every SLS file under formulas/<top>, as SLS names."""
-    base = os.path.join(HERE, top)
+    base = os.path.join(FORMULAS_DIR, top)
     names = []
     for dirpath, _, files in sorted(os.walk(base)):
         for name in sorted(files):
@@ -195,7 +202,7 @@ def record(name, pillars, sls_list, templates):
     import salt.template
     import salt.utils.templates
 
-    ROOT = os.path.join(HERE, name)
+    ROOT = os.path.join(FORMULAS_DIR, name)
     out = {"grains": GRAINS, "pillars": pillars, "sls": [], "templates": []}
     for pname, pillar in pillars.items():
         root = tempfile.mkdtemp()

@@ -27,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def main():
     out = {"grains": gen.GRAINS, "cases": []}
     for name, (pillars, sls_list, _templates) in gen.FORMULAS.items():
-        root_dir = os.path.join(HERE, name)
+        root_dir = os.path.join(gen.FORMULAS_DIR, name)
         if sls_list is None:
             sls_list = gen.all_sls(name)
         for pname, pillar in pillars.items():

@@ -1,4 +1,8 @@
-"""Extracts the cases of Salt's requisite tests into cases.json.
+"""Extracts the cases of Salt's requisite tests as JSON (on stdout).
+
+The result is a third-party input kept outside the project, at
+../shared/third-party/salt-tests/requisites-cases.json beside the checkout (the tests and
+gen.py read it there); run this to check or remake that file.
 
 Origin: Salt 3007.8, tests/pytests/functional/modules/state/requisites/*.py
 (https://github.com/saltstack/salt, Apache-2.0). Only the inputs are taken from
@@ -10,7 +14,8 @@ Regenerate (the tests come from Salt's sdist, `pip download salt==3007.8 --no-bi
     tar xzf salt-3007.8.tar.gz salt-3007.8/tests/pytests/functional/modules/state/requisites
     /work/saltvenv/bin/python states/tests/data/requisites/extract.py \
         salt-3007.8/tests/pytests/functional/modules/state/requisites \
-        > states/tests/data/requisites/cases.json
+        > /tmp/requisites-cases.json
+    diff /tmp/requisites-cases.json ../shared/third-party/salt-tests/requisites-cases.json
 """
 
 import ast

@@ -1,4 +1,7 @@
-"""Records what Salt 3007.8 answers for each case of cases.json into recorded.json.
+"""Records what Salt 3007.8 answers for each case of the requisite cases into recorded.json.
+
+The cases (extract.py's output) are a third-party input, read from
+../shared/third-party/salt-tests/requisites-cases.json beside the checkout.
 
 Each case's files go into a fresh state tree; the call runs with
 `salt-call --local --out json`. `{TMP}` in the files stands for a fresh scratch
@@ -18,7 +21,10 @@ import subprocess
 import sys
 import tempfile
 
-HERE = pathlib.Path(__file__).parent
+HERE = pathlib.Path(__file__).resolve().parent
+CASES = HERE.parents[3].parent / "shared/third-party/salt-tests/requisites-cases.json"
+if not CASES.is_file():
+    raise SystemExit(f"the third-party requisite cases are missing: {CASES}")
 SALT_CALL = "/work/saltvenv/bin/salt-call"
 
 
@@ -90,7 +96,7 @@ def record(case):
 
 
 def main():
-    cases = json.loads((HERE / "cases.json").read_text())
+    cases = json.loads(CASES.read_text())
     only = set(sys.argv[1:])
     if only:
         cases = [c for c in cases if c["name"] in only]
@@ -100,7 +106,7 @@ def main():
         for name, rec in pool.map(record, cases):
             recorded[name] = rec
             print(name, rec["retcode"], file=sys.stderr)
-    order = [c["name"] for c in json.loads((HERE / "cases.json").read_text())]
+    order = [c["name"] for c in json.loads(CASES.read_text())]
     recorded = {k: recorded[k] for k in order if k in recorded}
     path.write_text(json.dumps(recorded, indent=1) + "\n")
 

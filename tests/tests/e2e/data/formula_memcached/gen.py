@@ -1,5 +1,5 @@
 """Record what Salt 3007.8 answers when `salt-call --local` applies the public memcached
-formula's `memcached.config` (states/tests/data/formulas/memcached: saltstack-formulas/
+formula's `memcached.config` (../shared/third-party/formulas/memcached: saltstack-formulas/
 memcached-formula at ba7fdda4165bc49f9f3a6fe9ad9f5c21381bb6d8, Apache-2.0 licence beside it).
 That sls includes `memcached` and so uses all four of `pkg.installed` (with `runas`),
 `service.running` (with `enable`, `require_in` and `watch_in`), `user.present` (`createhome:
@@ -39,7 +39,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "../../../../.."))
-FORMULA = os.path.join(REPO, "states/tests/data/formulas/memcached")
+# A third-party input beside the checkout, not in the project.
+FORMULA = os.path.realpath(os.path.join(REPO, "../shared/third-party/formulas/memcached"))
+if not os.path.isdir(FORMULA):
+    raise SystemExit(f"the third-party formula is missing: {FORMULA}")
 SALT_CALL = os.path.join(os.path.dirname(sys.executable), "salt-call")
 SANDBOX = "/tmp/saltq-formula-memcached"
 USER = "saltq-fmc"

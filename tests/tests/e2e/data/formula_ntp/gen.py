@@ -1,5 +1,5 @@
 """Record what Salt 3007.8 answers when `salt-call --local` applies the public ntp formula's
-`ntp.ng` (states/tests/data/formulas/ntp, saltstack-formulas, Apache-2.0 licence beside it)
+`ntp.ng` (../shared/third-party/formulas/ntp, saltstack-formulas, Apache-2.0 licence beside it)
 with a pillar that points it into a sandbox: the package `hello` instead of ntp (from the
 Debian mirror), the init script `saltq-formula-svc` instead of ntpd (written here, not
 enabled), and `/tmp/saltq-formula-ntp/ntp.conf` instead of /etc/ntp.conf. The formula uses
@@ -23,7 +23,10 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "../../../../.."))
-FORMULA = os.path.join(REPO, "states/tests/data/formulas/ntp")
+# A third-party input beside the checkout, not in the project.
+FORMULA = os.path.realpath(os.path.join(REPO, "../shared/third-party/formulas/ntp"))
+if not os.path.isdir(FORMULA):
+    raise SystemExit(f"the third-party formula is missing: {FORMULA}")
 SALT_CALL = "/work/saltvenv/bin/salt-call"
 SVC = "saltq-formula-svc"
 SANDBOX = "/tmp/saltq-formula-ntp"
