@@ -191,6 +191,98 @@ fn state_filter(s: &str) -> Result<Vec<&'static str>, String> {
     })
 }
 
+/// A change salt-key makes to keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    Accept,
+    Reject,
+    Delete,
+}
+
+impl Change {
+    /// The past tense salt-key prints: accepted, rejected, deleted.
+    fn done(self) -> &'static str {
+        match self {
+            Change::Accept => "accepted",
+            Change::Reject => "rejected",
+            Change::Delete => "deleted",
+        }
+    }
+}
+
+/// The change the flags ask for, with the glob it applies to.
+fn requested_change(a: &KeyArgs) -> Option<(Change, String)> {
+    let pick = |one: &Option<String>, all: bool| match one {
+        Some(m) => Some(m.clone()),
+        None => all.then(|| "*".to_owned()),
+    };
+    if let Some(g) = pick(&a.accept, a.accept_all) {
+        Some((Change::Accept, g))
+    } else if let Some(g) = pick(&a.reject, a.reject_all) {
+        Some((Change::Reject, g))
+    } else {
+        pick(&a.delete, a.delete_all).map(|g| (Change::Delete, g))
+    }
+}
+
+/// The key states a change may touch, each with the name salt-key gives it in its
+/// "does not match any ... keys" message, as the `--include-*` flags widen them.
+fn eligible(change: Change, a: &KeyArgs) -> Vec<(&'static str, &'static str)> {
+    let mut states = match change {
+        Change::Accept | Change::Reject => vec![(PRE, "unaccepted")],
+        Change::Delete => {
+            return vec![
+                (ACC, "accepted"),
+                (PRE, "unaccepted"),
+                (REJ, "rejected"),
+                (DEN, "denied"),
+            ];
+        }
+    };
+    if change == Change::Reject && a.include_accepted {
+        states.push((ACC, "accepted"));
+    }
+    if change == Change::Accept && a.include_rejected {
+        states.push((REJ, "rejected"));
+    }
+    if a.include_denied {
+        states.push((DEN, "denied"));
+    }
+    states
+}
+
+/// What a change would do, decided from the keys the master holds: the ids it would touch by
+/// state, or salt-key's message when the glob matches none.
+fn plan_change(
+    all: &BTreeMap<&'static str, Vec<String>>,
+    change: Change,
+    glob: &str,
+    a: &KeyArgs,
+) -> Result<BTreeMap<&'static str, Value>, String> {
+    let states = eligible(change, a);
+    let matched: BTreeMap<&str, Value> = all
+        .iter()
+        .filter(|(s, _)| states.iter().any(|(e, _)| e == *s))
+        .filter_map(|(s, ids)| {
+            let ids: Vec<&String> = ids.iter().filter(|id| fnmatch(id, glob)).collect();
+            (!ids.is_empty()).then(|| (*s, json!(ids)))
+        })
+        .collect();
+    if !matched.is_empty() {
+        return Ok(matched);
+    }
+    // salt-key names the default state first, then the included ones in its own order.
+    let names: Vec<&str> = states.iter().map(|(_, n)| *n).collect();
+    let stat = match names.as_slice() {
+        [one] => (*one).to_owned(),
+        [rest @ .., last] if change != Change::Delete => format!("{} or {last}", rest.join(", ")),
+        _ => "unaccepted".to_owned(),
+    };
+    Err(format!(
+        "The key glob '{glob}' does not match any {stat} keys."
+    ))
+}
+
 /// Runs `saltq key`; returns the exit code.
 pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &KeyArgs) -> i32 {
     let mut printer = match Printer::new(out) {
@@ -202,202 +294,228 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &KeyArgs) -> i32 {
         Err(code) => return code,
     };
     let mut client = KeyServiceClient::new(ch.clone());
-    let fail = |s: tonic::Status| crate::report_rpc_failure(&ch, &s);
-
-    // Changing keys: accept, reject, delete.
-    let change = if let Some(m) = &a.accept {
-        Some(("accept", m.clone()))
-    } else if a.accept_all {
-        Some(("accept", "*".to_owned()))
-    } else if let Some(m) = &a.reject {
-        Some(("reject", m.clone()))
-    } else if a.reject_all {
-        Some(("reject", "*".to_owned()))
-    } else if let Some(m) = &a.delete {
-        Some(("delete", m.clone()))
-    } else if a.delete_all {
-        Some(("delete", "*".to_owned()))
+    let result = if let Some((change, glob)) = requested_change(a) {
+        change_keys(&mut client, &mut printer, a, change, &glob).await
+    } else if a.finger.is_some() || a.finger_all || a.print.is_some() || a.print_all {
+        show_per_state(&mut client, &mut printer, a).await
     } else {
-        None
+        list_keys(&mut client, &mut printer, a).await
     };
-    if let Some((cmd, glob)) = change {
-        let all = match client.list_keys(pb::ListKeysRequest::default()).await {
-            Ok(r) => kg(r.into_inner().keys),
-            Err(s) => return fail(s),
-        };
-        let mut eligible: Vec<&str> = match cmd {
-            "accept" => vec![PRE],
-            "reject" => vec![PRE],
-            _ => vec![ACC, PRE, REJ, DEN],
-        };
-        if cmd == "accept" && a.include_rejected {
-            eligible.push(REJ);
-        }
-        if cmd == "reject" && a.include_accepted {
-            eligible.push(ACC);
-        }
-        if cmd != "delete" && a.include_denied {
-            eligible.push(DEN);
-        }
-        let matched: BTreeMap<&str, Value> = all
-            .iter()
-            .filter(|(s, _)| eligible.contains(s))
-            .filter_map(|(s, ids)| {
-                let ids: Vec<&String> = ids.iter().filter(|id| fnmatch(id, &glob)).collect();
-                (!ids.is_empty()).then(|| (*s, json!(ids)))
-            })
-            .collect();
-        if matched.is_empty() {
-            let mut statuses = vec!["unaccepted"];
-            if cmd == "reject" && a.include_accepted {
-                statuses.push("accepted");
-            }
-            if cmd == "accept" && a.include_rejected {
-                statuses.push("rejected");
-            }
-            if cmd != "delete" && a.include_denied {
-                statuses.push("denied");
-            }
-            let stat = if statuses.len() == 1 {
-                statuses[0].to_owned()
-            } else {
-                format!(
-                    "{} or {}",
-                    statuses[..statuses.len() - 1].join(", "),
-                    statuses[statuses.len() - 1]
-                )
-            };
-            println!("The key glob '{glob}' does not match any {stat} keys.");
-            return exit::OK;
-        }
-        println!(
-            "The following keys are going to be {}ed:",
-            cmd.trim_end_matches('e')
-        );
-        show(&mut printer, matched.clone());
-        if !a.yes {
-            let go = if cmd == "delete" {
-                confirm("Proceed? [N/y] ", false)
-            } else {
-                confirm("Proceed? [n/Y] ", true)
-            };
-            if !go {
-                return exit::OK;
-            }
-        }
-        let ids: Vec<String> = matched
-            .values()
-            .flat_map(|v| v.as_array().cloned().unwrap_or_default())
-            .filter_map(|v| v.as_str().map(str::to_owned))
-            .collect();
-        for id in &ids {
-            let res = match cmd {
-                "accept" => client
-                    .accept_keys(pb::AcceptKeysRequest {
-                        r#match: id.clone(),
-                        include_rejected: a.include_rejected,
-                        include_denied: a.include_denied,
-                    })
-                    .await
-                    .map(|_| ()),
-                "reject" => client
-                    .reject_keys(pb::RejectKeysRequest {
-                        r#match: id.clone(),
-                        include_accepted: a.include_accepted,
-                        include_denied: a.include_denied,
-                    })
-                    .await
-                    .map(|_| ()),
-                _ => client
-                    .delete_keys(pb::DeleteKeysRequest {
-                        r#match: id.clone(),
-                    })
-                    .await
-                    .map(|_| ()),
-            };
-            if let Err(s) = res {
-                return fail(s);
-            }
-            println!("Key for minion {id} {}ed.", cmd.trim_end_matches('e'));
-        }
-        return exit::OK;
+    match result {
+        Ok(code) => code,
+        Err(s) => crate::report_rpc_failure(&ch, &s),
     }
+}
 
-    // Fingerprints (-f/-F) and public keys (-p/-P) come back in the same four maps.
-    let per_state = if a.finger.is_some() || a.finger_all {
+type Keys = KeyServiceClient<saltq_transport::Channel>;
+
+/// `-a`/`-A`, `-r`/`-R`, `-d`/`-D`: shows what would change, asks, then changes one id at a
+/// time as salt-key does.
+async fn change_keys(
+    client: &mut Keys,
+    printer: &mut Printer,
+    a: &KeyArgs,
+    change: Change,
+    glob: &str,
+) -> Result<i32, tonic::Status> {
+    let all = kg(client
+        .list_keys(pb::ListKeysRequest::default())
+        .await?
+        .into_inner()
+        .keys);
+    let matched = match plan_change(&all, change, glob, a) {
+        Ok(m) => m,
+        Err(message) => {
+            println!("{message}");
+            return Ok(exit::OK);
+        }
+    };
+    println!("The following keys are going to be {}:", change.done());
+    show(printer, matched.clone());
+    if !a.yes {
+        let go = if change == Change::Delete {
+            confirm("Proceed? [N/y] ", false)
+        } else {
+            confirm("Proceed? [n/Y] ", true)
+        };
+        if !go {
+            return Ok(exit::OK);
+        }
+    }
+    let ids = matched
+        .values()
+        .flat_map(|v| v.as_array().cloned().unwrap_or_default())
+        .filter_map(|v| v.as_str().map(str::to_owned));
+    for id in ids {
+        match change {
+            Change::Accept => client
+                .accept_keys(pb::AcceptKeysRequest {
+                    r#match: id.clone(),
+                    include_rejected: a.include_rejected,
+                    include_denied: a.include_denied,
+                })
+                .await
+                .map(drop)?,
+            Change::Reject => client
+                .reject_keys(pb::RejectKeysRequest {
+                    r#match: id.clone(),
+                    include_accepted: a.include_accepted,
+                    include_denied: a.include_denied,
+                })
+                .await
+                .map(drop)?,
+            Change::Delete => client
+                .delete_keys(pb::DeleteKeysRequest {
+                    r#match: id.clone(),
+                })
+                .await
+                .map(drop)?,
+        }
+        println!("Key for minion {id} {}.", change.done());
+    }
+    Ok(exit::OK)
+}
+
+/// `-f`/`-F` (fingerprints) and `-p`/`-P` (public keys): both come back in the same four maps.
+async fn show_per_state(
+    client: &mut Keys,
+    printer: &mut Printer,
+    a: &KeyArgs,
+) -> Result<i32, tonic::Status> {
+    let r = if a.finger.is_some() || a.finger_all {
         let glob = a.finger.clone().unwrap_or_else(|| "*".into());
-        Some(
-            client
-                .finger_keys(pb::FingerKeysRequest { r#match: glob })
-                .await
-                .map(|r| {
-                    let r = r.into_inner();
-                    [
-                        r.minions,
-                        r.minions_pre,
-                        r.minions_rejected,
-                        r.minions_denied,
-                    ]
-                }),
-        )
-    } else if a.print.is_some() || a.print_all {
-        let glob = a.print.clone().unwrap_or_else(|| "*".into());
-        Some(
-            client
-                .print_keys(pb::PrintKeysRequest { r#match: glob })
-                .await
-                .map(|r| {
-                    let r = r.into_inner();
-                    [
-                        r.minions,
-                        r.minions_pre,
-                        r.minions_rejected,
-                        r.minions_denied,
-                    ]
-                }),
-        )
+        let r = client
+            .finger_keys(pb::FingerKeysRequest { r#match: glob })
+            .await?
+            .into_inner();
+        [
+            r.minions,
+            r.minions_pre,
+            r.minions_rejected,
+            r.minions_denied,
+        ]
     } else {
-        None
+        let glob = a.print.clone().unwrap_or_else(|| "*".into());
+        let r = client
+            .print_keys(pb::PrintKeysRequest { r#match: glob })
+            .await?
+            .into_inner();
+        [
+            r.minions,
+            r.minions_pre,
+            r.minions_rejected,
+            r.minions_denied,
+        ]
     };
-    if let Some(res) = per_state {
-        return match res {
-            Ok([acc, pre, rej, den]) => {
-                let g = maps([(ACC, acc), (PRE, pre), (REJ, rej), (DEN, den)]);
-                let non_empty = g
-                    .into_iter()
-                    .filter(|(_, v)| v.as_object().is_some_and(|m| !m.is_empty()))
-                    .collect();
-                show(&mut printer, non_empty);
-                exit::OK
-            }
-            Err(s) => fail(s),
-        };
-    }
-    // Listing: -L, -l STATE, or nothing at all.
+    let [acc, pre, rej, den] = r;
+    let non_empty = maps([(ACC, acc), (PRE, pre), (REJ, rej), (DEN, den)])
+        .into_iter()
+        .filter(|(_, v)| v.as_object().is_some_and(|m| !m.is_empty()))
+        .collect();
+    show(printer, non_empty);
+    Ok(exit::OK)
+}
+
+/// Listing: `-L`, `-l STATE`, or nothing at all.
+async fn list_keys(
+    client: &mut Keys,
+    printer: &mut Printer,
+    a: &KeyArgs,
+) -> Result<i32, tonic::Status> {
     let wanted = match &a.list {
         Some(s) => match state_filter(s) {
             Ok(w) => w,
-            Err(e) => return exit::usage(&e),
+            Err(e) => return Ok(exit::usage(&e)),
         },
         None => vec![ACC, PRE, REJ, DEN],
     };
-    match client.list_keys(pb::ListKeysRequest::default()).await {
-        Ok(r) => {
-            let g = kg(r.into_inner().keys)
-                .into_iter()
-                .filter(|(s, _)| wanted.contains(s))
-                .map(|(s, ids)| (s, json!(ids)))
-                .collect();
-            show(&mut printer, g);
-            exit::OK
-        }
-        Err(s) => fail(s),
-    }
+    let g = kg(client
+        .list_keys(pb::ListKeysRequest::default())
+        .await?
+        .into_inner()
+        .keys)
+    .into_iter()
+    .filter(|(s, _)| wanted.contains(s))
+    .map(|(s, ids)| (s, json!(ids)))
+    .collect();
+    show(printer, g);
+    Ok(exit::OK)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn args(flags: &[&str]) -> KeyArgs {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            key: KeyArgs,
+        }
+        let argv = std::iter::once("saltq-key").chain(flags.iter().copied());
+        <Cli as clap::Parser>::parse_from(argv).key
+    }
+
+    fn keys() -> BTreeMap<&'static str, Vec<String>> {
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+        BTreeMap::from([
+            (ACC, ids(&["web1"])),
+            (PRE, ids(&["web2", "db1"])),
+            (REJ, ids(&["web3"])),
+            (DEN, ids(&["web4"])),
+        ])
+    }
+
+    #[test]
+    fn changes_touch_the_states_salt_key_allows() {
+        let plan = |flags: &[&str]| {
+            let a = args(flags);
+            let (change, glob) = requested_change(&a).expect("a change");
+            plan_change(&keys(), change, &glob, &a)
+        };
+        assert_eq!(
+            plan(&["-a", "web*"]),
+            Ok(BTreeMap::from([(PRE, json!(["web2"]))]))
+        );
+        assert_eq!(
+            plan(&["-a", "web*", "--include-rejected", "--include-denied"]),
+            Ok(BTreeMap::from([
+                (PRE, json!(["web2"])),
+                (REJ, json!(["web3"])),
+                (DEN, json!(["web4"])),
+            ]))
+        );
+        assert_eq!(
+            plan(&["-r", "web1", "--include-accepted"]),
+            Ok(BTreeMap::from([(ACC, json!(["web1"]))]))
+        );
+        assert_eq!(plan(&["-D"]).map(|m| m.len()), Ok(4));
+    }
+
+    #[test]
+    fn an_unmatched_glob_is_named_with_the_states_searched() {
+        let plan = |flags: &[&str]| {
+            let a = args(flags);
+            let (change, glob) = requested_change(&a).expect("a change");
+            plan_change(&keys(), change, &glob, &a).unwrap_err()
+        };
+        assert_eq!(
+            plan(&["-a", "web1"]),
+            "The key glob 'web1' does not match any unaccepted keys."
+        );
+        assert_eq!(
+            plan(&["-r", "x", "--include-accepted", "--include-denied"]),
+            "The key glob 'x' does not match any unaccepted, accepted or denied keys."
+        );
+        assert_eq!(
+            plan(&["-a", "x", "--include-rejected"]),
+            "The key glob 'x' does not match any unaccepted or rejected keys."
+        );
+        assert_eq!(
+            plan(&["-d", "x", "--include-denied"]),
+            "The key glob 'x' does not match any unaccepted keys."
+        );
+    }
 
     #[test]
     fn key_outputter_matches_salt_key_order() {
