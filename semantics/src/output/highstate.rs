@@ -945,29 +945,12 @@ fn duration_of(ret: &Map<String, Value>) -> Out<Option<f64>> {
         None => Ok(Some(0.0)),
         Some(Value::Bool(b)) => Ok(Some(f64::from(u8::from(*b)))),
         Some(Value::Number(n)) => Ok(n.as_f64()),
-        Some(Value::String(s)) => Ok(py_float(s).or_else(|| {
+        Some(Value::String(s)) => Ok(crate::python::float_of(s).or_else(|| {
             let head = s.split(" ms").next().unwrap_or_default();
-            py_float(head)
+            crate::python::float_of(head)
         })),
         Some(_) => Err(Fallback),
     }
-}
-
-/// Python's `float(text)`: blanks around, a sign, digits with single `_`
-/// between them, an exponent, or `inf`/`infinity`/`nan` in any case.
-fn py_float(text: &str) -> Option<f64> {
-    let t = text.trim_matches(is_space);
-    let chars: Vec<char> = t.chars().collect();
-    let underscores_ok = chars.iter().enumerate().all(|(i, c)| {
-        *c != '_'
-            || (i > 0
-                && chars[i - 1].is_ascii_digit()
-                && chars.get(i + 1).is_some_and(char::is_ascii_digit))
-    });
-    if !underscores_ok {
-        return None;
-    }
-    t.replace('_', "").parse().ok()
 }
 
 /// Python's `sorted(states, key=lambda k: states[k].get("__run_num__", 0))`:
@@ -1296,15 +1279,15 @@ mod tests {
 
     #[test]
     fn durations_read_like_python_float() {
-        assert_eq!(py_float(" 1.5 "), Some(1.5));
-        assert_eq!(py_float("abc"), None);
-        assert_eq!(py_float("3.5 ms"), None);
-        assert_eq!(py_float("1e3"), Some(1000.0));
-        assert_eq!(py_float("1_000.5"), Some(1000.5));
-        assert_eq!(py_float("1__0"), None);
-        assert_eq!(py_float("_1"), None);
-        assert_eq!(py_float("Infinity"), Some(f64::INFINITY));
-        assert_eq!(py_float(""), None);
+        assert_eq!(crate::python::float_of(" 1.5 "), Some(1.5));
+        assert_eq!(crate::python::float_of("abc"), None);
+        assert_eq!(crate::python::float_of("3.5 ms"), None);
+        assert_eq!(crate::python::float_of("1e3"), Some(1000.0));
+        assert_eq!(crate::python::float_of("1_000.5"), Some(1000.5));
+        assert_eq!(crate::python::float_of("1__0"), None);
+        assert_eq!(crate::python::float_of("_1"), None);
+        assert_eq!(crate::python::float_of("Infinity"), Some(f64::INFINITY));
+        assert_eq!(crate::python::float_of(""), None);
     }
 
     /// Odd shapes Salt would crash or fall back on must never panic here.

@@ -92,6 +92,12 @@ pub fn dumps(v: &Value, opts: &Dumps) -> String {
     w.out
 }
 
+/// `salt.utils.json.dumps(v)`: one line, `", "` and `": "`, non-ASCII kept (what salt-api
+/// sends and the returners store).
+pub fn salt_dumps(v: &Value) -> String {
+    dumps(v, &Dumps::salt())
+}
+
 /// One `dumps` call in progress.
 struct Writer<'a> {
     /// The text so far.

@@ -19,11 +19,11 @@ mod yamlify;
 
 pub use self::b64::{B64Error, b64decode, b64encode};
 pub use self::fnmatch::{Glob, GlobError, fnmatch};
-pub use self::json::{Dumps, dumps};
+pub use self::json::{Dumps, dumps, salt_dumps};
 pub use self::percent::{format_e, format_g};
 pub use self::pformat::pformat;
 pub use self::repr::{float_repr, number_repr, repr, repr_sls, str, str_repr, str_sls, yaml_float};
 pub use self::text::{is_space, rstrip, splitlines};
-pub use self::truth::{is_true, truthy};
+pub use self::truth::{float_of, is_true, truthy};
 pub use self::types::type_name;
-pub use self::yamlify::yamlify;
+pub use self::yamlify::{yaml11_scalar, yamlify};

@@ -32,7 +32,7 @@ pub fn is_true(v: &Value) -> bool {
             },
             |i| i > 0,
         ),
-        Value::String(s) => match py_float(s) {
+        Value::String(s) => match float_of(s) {
             Some(f) => f > 0.0,
             None => s.to_lowercase() == "true",
         },
@@ -43,7 +43,7 @@ pub fn is_true(v: &Value) -> bool {
 /// Python's `float(s)` of a string (which reads every string `int(s)` reads):
 /// blanks around it, `_` between digits, `inf`/`infinity`/`nan` in any case;
 /// `None` where Python raises `ValueError`. Digits other than ASCII are not read.
-fn py_float(s: &str) -> Option<f64> {
+pub fn float_of(s: &str) -> Option<f64> {
     let t = s.trim_matches(is_space);
     if t.contains('_') {
         let chars: Vec<char> = t.chars().collect();

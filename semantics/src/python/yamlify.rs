@@ -56,6 +56,22 @@ pub fn yamlify(arg: &str) -> Value {
     to_json(&node).unwrap_or_else(original)
 }
 
+/// PyYAML's YAML 1.1 typing of one scalar as Salt's loader constructs it, for the SLS
+/// renderer: a plain scalar by the implicit resolvers (`on` is true, `1:30` is 90, `010` is
+/// 10, `1e3` a string, `1.0e+3` a float, `~` null), or one under an explicit standard tag
+/// (`tag` is its suffix: `int`, `float`, `bool`, `null`, `str`). Text no constructor reads,
+/// and floats JSON cannot hold (`.inf`, `.nan`), stay the string itself.
+pub fn yaml11_scalar(text: &str, tag: Option<&str>) -> Value {
+    let node = match tag {
+        None => yaml::resolve_plain(text),
+        Some(tag) => yaml::scalar_tag(tag, text),
+    };
+    match node {
+        Ok(node) => to_json(&node).unwrap_or_else(|| Value::String(text.to_owned())),
+        Err(()) => Value::String(text.to_owned()),
+    }
+}
+
 /// A loaded YAML node as JSON; `None` for a float JSON cannot hold.
 fn to_json(node: &yaml::Node) -> Option<Value> {
     use yaml::Node;
@@ -705,7 +721,7 @@ mod yaml {
     }
 
     /// A scalar under an explicit standard tag, constructed without resolving.
-    fn scalar_tag(tag: &str, text: &str) -> Result<Node> {
+    pub(super) fn scalar_tag(tag: &str, text: &str) -> Result<Node> {
         match tag {
             "str" => Ok(Node::Str(text.to_owned())),
             "int" => construct_int(text),
@@ -757,7 +773,7 @@ mod yaml {
 
     /// Types a plain scalar as PyYAML's resolvers do; dates stay strings
     /// (Salt's loader), and `=`/`<<` (value and merge keys) are refused.
-    fn resolve_plain(text: &str) -> Result<Node> {
+    pub(super) fn resolve_plain(text: &str) -> Result<Node> {
         if full(&BOOL, text) {
             let t = text.chars().next();
             return Ok(Node::Bool(

@@ -146,7 +146,8 @@ impl ForceReset {
         }
     }
 
-    fn truthy(self) -> bool {
+    /// Whether anything but `No` was asked for (Salt tests the argument's truth).
+    fn wanted(self) -> bool {
         self != Self::No
     }
 }
@@ -873,7 +874,7 @@ async fn update(
                     .await;
                 if local_tag.as_deref() == Some(remote_rev) {
                     has_remote_rev = true;
-                } else if !plan.force_reset.truthy() {
+                } else if !plan.force_reset.wanted() {
                     return Ok(fail(
                         ret,
                         format!(
@@ -1081,7 +1082,7 @@ async fn update(
                     } else {
                         actions.push(format!(
                             "Repository would be {} from {} to {}",
-                            if plan.force_reset.truthy() && has_remote_rev {
+                            if plan.force_reset.wanted() && has_remote_rev {
                                 "hard-reset"
                             } else {
                                 "updated"
@@ -1296,7 +1297,7 @@ async fn update(
                 "Repository was hard-reset to {}",
                 plan.remote_loc.unwrap_or("None")
             ));
-        } else if fast_forward == Some(true) && local_changes && plan.force_reset.truthy() {
+        } else if fast_forward == Some(true) && local_changes && plan.force_reset.wanted() {
             git.run("discard_local_changes", vec![t()], &[]).await?;
             comments.push("Uncommitted changes were discarded".into());
         }

@@ -94,7 +94,8 @@ fn value(call: &StateCall) -> Value {
     call.arg("value").cloned().unwrap_or(Value::Null)
 }
 
-fn is_true(v: Option<&Value>) -> bool {
+/// Python's `v is True` (Salt tests `destructive is True`, `convert is True`), not `is_true`.
+fn is_literally_true(v: Option<&Value>) -> bool {
     v == Some(&Value::Bool(true))
 }
 
@@ -151,7 +152,10 @@ async fn present(call: StateCall) -> Result<Ret, StateError> {
         &call,
         "grains.set",
         vec![json!(name), value.clone()],
-        Map::from_iter([("force".to_owned(), json!(is_true(call.arg("force"))))]),
+        Map::from_iter([(
+            "force".to_owned(),
+            json!(is_literally_true(call.arg("force"))),
+        )]),
     )
     .await?;
     let mut ret = from_set(&name, &answer);
@@ -304,8 +308,8 @@ async fn list_absent(call: StateCall) -> Result<Ret, StateError> {
 
 async fn absent(call: StateCall) -> Result<Ret, StateError> {
     let name = grain_name(&call);
-    let destructive = is_true(call.arg("destructive"));
-    let force = is_true(call.arg("force"));
+    let destructive = is_literally_true(call.arg("destructive"));
+    let force = is_literally_true(call.arg("force"));
     let mut ret = Ret::new(&name);
     let Some(current) = grain(&call, &name) else {
         ret.comment = format!("Grain {name} does not exist");
@@ -385,7 +389,7 @@ async fn append(call: StateCall) -> Result<Ret, StateError> {
             )
             .await?;
         }
-        other if is_true(call.arg("convert")) => {
+        other if is_literally_true(call.arg("convert")) => {
             if call.test {
                 ret.result = None;
                 ret.comment = format!(

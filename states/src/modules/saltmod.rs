@@ -747,7 +747,7 @@ pub fn parallel_outcome(name: &str, outputs: &[(String, Value)]) -> Result<Ret, 
             let Value::Object(m) = out else {
                 return Err(format!(
                     "AttributeError: '{}' object has no attribute 'get' (the return of runner {id})",
-                    python_type(out)
+                    python::type_name(out)
                 ));
             };
             if m.get("exit_code").is_some_and(|c| c.as_f64() != Some(0.0)) {
@@ -771,19 +771,6 @@ pub fn parallel_outcome(name: &str, outputs: &[(String, Value)]) -> Result<Ret, 
     }
     ret.result = Some(failed.is_empty());
     Ok(ret)
-}
-
-/// Python's type name of a JSON value.
-fn python_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "NoneType",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float",
-        Value::Number(_) => "int",
-        Value::String(_) => "str",
-        Value::Array(_) => "list",
-        Value::Object(_) => "dict",
-    }
 }
 
 async fn parallel_runners(call: StateCall) -> Result<Ret, StateError> {
@@ -842,11 +829,6 @@ where
         });
     }
     out
-}
-
-/// Python's `str(float)` for the seconds `wait_for_event` reports.
-fn py_float(secs: f64) -> String {
-    python::repr(&json!(secs))
 }
 
 async fn wait_for_event(call: StateCall) -> Result<Ret, StateError> {
@@ -931,7 +913,7 @@ async fn wait_for_event(call: StateCall) -> Result<Ret, StateError> {
         .insert("minions_seen".into(), Value::Array(seen));
     ret.comment = format!(
         "All events seen in {} seconds.",
-        py_float(start.elapsed().as_secs_f64())
+        python::float_repr(start.elapsed().as_secs_f64())
     );
     Ok(ret)
 }

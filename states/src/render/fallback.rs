@@ -3,6 +3,7 @@
 //! (`salt/modules/grains.py` over `salt.utils.data.filter_by`), `slsutil.merge`
 //! (`salt.utils.dictupdate.merge`) and `log.*`.
 
+use saltq_semantics::python::{fnmatch, truthy};
 use serde_json::{Map, Value};
 
 /// Runs `fun` locally if it is one of ours and the table lacks it.
@@ -37,44 +38,6 @@ fn arg<'a>(
     kwargs.get(name).or_else(|| args.get(i))
 }
 
-/// `fnmatch.fnmatchcase`: `*`, `?` and `[...]`.
-pub fn fnmatch(text: &str, pattern: &str) -> bool {
-    let t: Vec<char> = text.chars().collect();
-    let p: Vec<char> = pattern.chars().collect();
-    fn go(t: &[char], p: &[char]) -> bool {
-        match p.first() {
-            None => t.is_empty(),
-            Some('*') => (0..=t.len()).any(|i| go(&t[i..], &p[1..])),
-            Some('?') => !t.is_empty() && go(&t[1..], &p[1..]),
-            Some('[') => {
-                let Some(close) = p.iter().skip(2).position(|c| *c == ']').map(|i| i + 2) else {
-                    return t.first() == Some(&'[') && go(&t[1..], &p[1..]);
-                };
-                let Some(c) = t.first() else { return false };
-                let set = &p[1..close];
-                let (neg, set) = match set.first() {
-                    Some('!') => (true, &set[1..]),
-                    _ => (false, set),
-                };
-                let mut hit = false;
-                let mut i = 0;
-                while i < set.len() {
-                    if i + 2 < set.len() && set[i + 1] == '-' {
-                        hit |= set[i] <= *c && *c <= set[i + 2];
-                        i += 3;
-                    } else {
-                        hit |= set[i] == *c;
-                        i += 1;
-                    }
-                }
-                hit != neg && go(&t[1..], &p[close + 1..])
-            }
-            Some(ch) => t.first() == Some(ch) && go(&t[1..], &p[1..]),
-        }
-    }
-    go(&t, &p)
-}
-
 /// `salt.utils.dictupdate.update`: maps merged recursively (exec's `dict_update`), other
 /// values replaced.
 pub fn merge(dest: &mut Value, upd: &Value) {
@@ -103,17 +66,6 @@ fn text_of(v: &Value) -> String {
         Value::Bool(false) => "False".into(),
         Value::Null => "None".into(),
         other => other.to_string(),
-    }
-}
-
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(m) => !m.is_empty(),
-        Value::Number(n) => n.as_f64() != Some(0.0),
     }
 }
 

@@ -7,7 +7,9 @@ use minijinja::value::{Kwargs, Rest, Value as JValue, ValueKind};
 use minijinja::{Environment, Error, ErrorKind};
 use serde_json::Value;
 
-use super::values::{MutList, py_float, to_jinja, to_json};
+use saltq_semantics::python::{self, Dumps, dumps};
+
+use super::values::{MutList, to_jinja, to_json};
 use super::yaml::load_yaml;
 
 fn err(msg: impl Into<String>) -> Error {
@@ -24,108 +26,6 @@ pub fn parse_data(kind: &str, text: &str) -> Result<JValue, Error> {
             .map(|v| to_jinja(&v))
             .map_err(|e| err(format!("Encountered error loading json: {e}"))),
         _ => Ok(JValue::from(text)),
-    }
-}
-
-/// JSON as Python's `json.dumps` writes it (`", "` and `": "` separators).
-pub fn py_json(value: &Value, sort_keys: bool, ensure_ascii: bool) -> String {
-    let mut out = String::new();
-    write_json(&mut out, value, sort_keys, ensure_ascii);
-    out
-}
-
-/// `json.dumps(value, indent=n)`: one item a line, `","` and `": "` separators.
-fn py_json_indent(value: &Value, sort_keys: bool, indent: usize, depth: usize) -> String {
-    let pad = " ".repeat(indent * (depth + 1));
-    let close = " ".repeat(indent * depth);
-    match value {
-        Value::Array(items) if !items.is_empty() => {
-            let inner: Vec<String> = items
-                .iter()
-                .map(|i| format!("{pad}{}", py_json_indent(i, sort_keys, indent, depth + 1)))
-                .collect();
-            format!("[\n{}\n{close}]", inner.join(",\n"))
-        }
-        Value::Object(map) if !map.is_empty() => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            if sort_keys {
-                keys.sort();
-            }
-            let inner: Vec<String> = keys
-                .iter()
-                .map(|k| {
-                    let mut key = String::new();
-                    write_json_str(&mut key, k, true);
-                    format!(
-                        "{pad}{key}: {}",
-                        py_json_indent(&map[k.as_str()], sort_keys, indent, depth + 1)
-                    )
-                })
-                .collect();
-            format!("{{\n{}\n{close}}}", inner.join(",\n"))
-        }
-        other => py_json(other, sort_keys, true),
-    }
-}
-
-fn write_json_str(out: &mut String, s: &str, ensure_ascii: bool) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (ensure_ascii && (c as u32) > 0x7e) => {
-                let mut buf = [0u16; 2];
-                for unit in c.encode_utf16(&mut buf) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-fn write_json(out: &mut String, value: &Value, sort_keys: bool, ensure_ascii: bool) {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => match n.as_f64() {
-            Some(f) if n.is_f64() => out.push_str(&py_float(f)),
-            _ => out.push_str(&n.to_string()),
-        },
-        Value::String(s) => write_json_str(out, s, ensure_ascii),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_json(out, item, sort_keys, ensure_ascii);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            let mut keys: Vec<&String> = map.keys().collect();
-            if sort_keys {
-                keys.sort();
-            }
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_json_str(out, k, ensure_ascii);
-                out.push_str(": ");
-                write_json(out, &map[k.as_str()], sort_keys, ensure_ascii);
-            }
-            out.push('}');
-        }
     }
 }
 
@@ -174,7 +74,7 @@ fn yaml_scalar(value: &Value, flow: bool) -> String {
         Value::Null => "null".into(),
         Value::Bool(b) => if *b { "true" } else { "false" }.into(),
         Value::Number(n) => match n.as_f64() {
-            Some(f) if n.is_f64() => py_float(f),
+            Some(f) if n.is_f64() => python::yaml_float(f),
             _ => n.to_string(),
         },
         Value::String(s) => {
@@ -330,50 +230,6 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-fn base64_encode(data: &[u8]) -> String {
-    let mut out = String::new();
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(B64[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-fn base64_decode(text: &str) -> Result<Vec<u8>, Error> {
-    let mut out = Vec::new();
-    let mut acc = 0u32;
-    let mut bits = 0;
-    for c in text
-        .bytes()
-        .filter(|c| !c.is_ascii_whitespace() && *c != b'=')
-    {
-        let v = B64
-            .iter()
-            .position(|x| *x == c)
-            .ok_or_else(|| err("Incorrect padding"))?;
-        acc = (acc << 6) | u32::try_from(v).unwrap_or(0);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push(u8::try_from((acc >> bits) & 0xff).unwrap_or(0));
-        }
-    }
-    Ok(out)
-}
-
 fn flatten_into(value: &JValue, levels: Option<i64>, out: &mut Vec<JValue>) {
     for item in value.try_iter().into_iter().flatten() {
         if item.kind() == ValueKind::Seq && levels.is_none_or(|l| l > 0) {
@@ -496,17 +352,16 @@ pub fn py_percent(fmt: &str, args: &JValue, spread: bool) -> Result<String, Erro
         };
         let body = match conv {
             's' => super::values::py_str(&v),
-            'r' | 'a' => super::values::py_repr(&v),
+            'r' | 'a' => super::values::jinja_repr(&v),
             'd' | 'i' | 'u' => format!("{}", num()?.trunc() as i64),
             'f' | 'F' => format!("{:.*}", precision.unwrap_or(6), num()?),
-            'e' | 'E' => {
-                let s = format!("{:.*e}", precision.unwrap_or(6), num()?);
-                let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
-                let e: i32 = e.parse().unwrap_or(0);
-                let s = format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs());
-                if conv == 'E' { s.to_uppercase() } else { s }
-            }
-            'g' | 'G' => py_float(num()?),
+            'e' | 'E' => python::format_e(num()?, precision.unwrap_or(6), conv == 'E'),
+            'g' | 'G' => python::format_g(
+                num()?,
+                precision.unwrap_or(6),
+                conv == 'G',
+                flags.contains('#'),
+            ),
             'x' => format!("{:x}", num()? as i64),
             'X' => format!("{:X}", num()? as i64),
             'o' => format!("{:o}", num()? as i64),
@@ -666,9 +521,19 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_filter(
         "tojson",
         |v: JValue, kwargs: Kwargs| -> Result<JValue, Error> {
-            let _: Option<JValue> = kwargs.get("indent")?;
-            let _: Option<bool> = kwargs.get("sort_keys")?;
-            let text = py_json(&to_json(&v), false, true)
+            // Salt's `tojson(val, indent=None, **options)`: `json.dumps` with
+            // `ensure_ascii=True` unless told otherwise.
+            let mut opts = Dumps::default();
+            if let Some(n) = kwargs.get::<Option<usize>>("indent")? {
+                opts = opts.indent(n);
+            }
+            if kwargs.get::<Option<bool>>("sort_keys")? == Some(true) {
+                opts = opts.sort_keys();
+            }
+            if let Some(on) = kwargs.get::<Option<bool>>("ensure_ascii")? {
+                opts = opts.ensure_ascii(on);
+            }
+            let text = dumps(&to_json(&v), &opts)
                 .replace('<', "\\u003c")
                 .replace('>', "\\u003e")
                 .replace('&', "\\u0026")
@@ -690,10 +555,14 @@ pub fn register(env: &mut Environment<'static>) {
             .and_then(|i| usize::try_from(i).ok());
             kwargs.assert_all_used()?;
             let data = to_json(&v);
-            let text = match indent {
-                Some(n) => py_json_indent(&data, sort, n, 0),
-                None => py_json(&data, sort, true),
-            };
+            let mut opts = Dumps::default();
+            if sort {
+                opts = opts.sort_keys();
+            }
+            if let Some(n) = indent {
+                opts = opts.indent(n);
+            }
+            let text = dumps(&data, &opts);
             Ok(JValue::from_safe_string(text))
         },
     );
@@ -717,7 +586,7 @@ pub fn register(env: &mut Environment<'static>) {
         },
     );
     // pprint.pformat: keys sorted; its wrapping of values past 80 columns is not done.
-    env.add_filter("python", |v: JValue| super::values::py_pformat(&v));
+    env.add_filter("python", |v: JValue| super::values::jinja_pformat(&v));
     env.add_filter("load_yaml", |v: JValue| parse_data("yaml", &py_text(&v)));
     env.add_filter("load_json", |v: JValue| parse_data("json", &py_text(&v)));
     env.add_filter("load_text", |v: JValue| py_text(&v));
@@ -753,10 +622,10 @@ pub fn register(env: &mut Environment<'static>) {
         hex(&sha2::Sha512::digest(py_text(&v).as_bytes()))
     });
     env.add_filter("base64_encode", |v: JValue| {
-        base64_encode(py_text(&v).as_bytes())
+        python::b64encode(py_text(&v).as_bytes())
     });
     env.add_filter("base64_decode", |v: JValue| -> Result<String, Error> {
-        let bytes = base64_decode(&py_text(&v))?;
+        let bytes = python::b64decode(&py_text(&v)).map_err(|e| err(e.to_string()))?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     });
     env.add_filter("path_join", |first: String, rest: Rest<String>| {

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use indexmap::IndexMap;
 use minijinja::value::{Enumerator, Object, ObjectRepr, Value as JValue, ValueKind};
 use minijinja::{Error, ErrorKind, State};
+use saltq_semantics::python;
 use serde_json::Value;
 
 /// A Python dict: ordered, mutable, shared.
@@ -96,7 +97,7 @@ fn pairs_of(value: &JValue) -> Result<Vec<(JValue, JValue)>, Error> {
 }
 
 fn key_error(key: &JValue) -> Error {
-    bad(format!("KeyError: {}", py_repr(key)))
+    bad(format!("KeyError: {}", jinja_repr(key)))
 }
 
 impl Object for MutMap {
@@ -191,7 +192,7 @@ impl Object for MutMap {
     }
 
     fn render(self: &Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&py_repr(&JValue::from_dyn_object(self.clone())))
+        f.write_str(&jinja_repr(&JValue::from_dyn_object(self.clone())))
     }
 }
 
@@ -288,7 +289,7 @@ impl Object for MutList {
                     .iter()
                     .position(|x| x == &v)
                     .map(JValue::from)
-                    .ok_or_else(|| bad(format!("ValueError: {} is not in list", py_repr(&v))))
+                    .ok_or_else(|| bad(format!("ValueError: {} is not in list", jinja_repr(&v))))
             }
             "count" => {
                 let v = arg(0)?;
@@ -314,7 +315,7 @@ impl Object for MutList {
     }
 
     fn render(self: &Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&py_repr(&JValue::from_dyn_object(self.clone())))
+        f.write_str(&jinja_repr(&JValue::from_dyn_object(self.clone())))
     }
 }
 
@@ -390,89 +391,42 @@ fn key_text(key: &JValue) -> String {
     }
 }
 
-/// Python's `repr()` of a string.
-pub fn py_str_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
-}
-
-/// Python's `repr()` of a float.
-pub fn py_float(f: f64) -> String {
-    if f.is_nan() {
-        "nan".into()
-    } else if f.is_infinite() {
-        if f > 0.0 { "inf".into() } else { "-inf".into() }
-    } else if f.fract() == 0.0 && f.abs() < 1e16 {
-        format!("{f:.1}")
-    } else {
-        let s = format!("{f}");
-        if f.abs() >= 1e16 {
-            format!("{f:e}").replace('e', "e+")
-        } else {
-            s
-        }
-    }
-}
-
-/// Python's `repr()` of a value, as `{{ d }}` prints a dict or a list.
-pub fn py_repr(value: &JValue) -> String {
-    repr_of(value, false)
-}
-
-/// `pprint.pformat()` of a value that fits on one line: `repr` with dict keys sorted.
-pub fn py_pformat(value: &JValue) -> String {
-    repr_of(value, true)
-}
-
-fn repr_of(value: &JValue, sort_keys: bool) -> String {
+/// Python's `repr()` of a Jinja value, as `{{ d }}` prints a dict or a list. Only the walk
+/// over Jinja's maps and lists (whose keys need not be strings) is here; every string and
+/// number is spelled by `saltq_semantics::python` (`'\\x85'`, `1e-05`).
+pub fn jinja_repr(value: &JValue) -> String {
     match value.kind() {
         ValueKind::Undefined | ValueKind::None => "None".into(),
         ValueKind::Bool => if value.is_true() { "True" } else { "False" }.into(),
-        ValueKind::String => py_str_repr(value.as_str().unwrap_or_default()),
-        ValueKind::Number => value.to_string(),
+        ValueKind::String => python::str_repr(value.as_str().unwrap_or_default()),
+        ValueKind::Number if value.is_integer() => value.to_string(),
+        ValueKind::Number => match f64::try_from(value.clone()) {
+            Ok(f) => python::float_repr(f),
+            Err(_) => value.to_string(),
+        },
         ValueKind::Map => {
-            let mut pairs = pairs_of(value).unwrap_or_default();
-            if sort_keys {
-                pairs.sort_by(|a, b| a.0.cmp(&b.0));
-            }
-            let inner: Vec<String> = pairs
+            let inner: Vec<String> = pairs_of(value)
+                .unwrap_or_default()
                 .iter()
-                .map(|(k, v)| format!("{}: {}", repr_of(k, sort_keys), repr_of(v, sort_keys)))
+                .map(|(k, v)| format!("{}: {}", jinja_repr(k), jinja_repr(v)))
                 .collect();
             format!("{{{}}}", inner.join(", "))
         }
         ValueKind::Seq => {
             let inner: Vec<String> = value
                 .try_iter()
-                .map(|it| it.map(|v| repr_of(&v, sort_keys)).collect())
+                .map(|it| it.map(|v| jinja_repr(&v)).collect())
                 .unwrap_or_default();
             format!("[{}]", inner.join(", "))
         }
         _ => value.to_string(),
     }
+}
+
+/// `pprint.pformat()` of a Jinja value (the `python` filter): `saltq_semantics::python::pformat`
+/// of its data, so long values wrap at 80 columns as Python's do.
+pub fn jinja_pformat(value: &JValue) -> String {
+    python::pformat(&to_json(value))
 }
 
 /// How `{{ value }}` prints, as Python's `str()`: strings as they are, `None`, `True`,
@@ -482,6 +436,6 @@ pub fn py_str(value: &JValue) -> String {
         ValueKind::String => value.as_str().unwrap_or_default().to_string(),
         ValueKind::Undefined => String::new(),
         ValueKind::Plain => value.to_string(),
-        _ => py_repr(value),
+        _ => jinja_repr(value),
     }
 }

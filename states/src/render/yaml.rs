@@ -9,7 +9,8 @@
 //! maps keep their order; a duplicate key is an error ("found conflicting ID").
 //! Not representable in JSON: `.inf`/`.nan` stay strings.
 
-use serde_json::{Map, Number, Value};
+use saltq_semantics::python::yaml11_scalar;
+use serde_json::{Map, Value};
 use yaml_rust2::parser::{Event, Parser, Tag};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
@@ -390,207 +391,21 @@ fn to_value(node: Node) -> Result<Value, RenderError> {
     })
 }
 
-/// Resolves a scalar by YAML 1.1's implicit types, or by its explicit `!!` tag.
+/// Resolves a scalar by YAML 1.1's implicit types, or by its explicit `!!` tag, as
+/// `saltq_semantics::python::yaml11_scalar` types it (the one YAML 1.1 resolver).
 fn resolve(text: &str, style: TScalarStyle, tag: Option<&Tag>) -> Value {
     if let Some(tag) = tag {
         let suffix = tag.suffix.rsplit(':').next().unwrap_or("");
         return match suffix {
             "str" | "binary" | "timestamp" => Value::String(text.into()),
-            "int" => int(text).unwrap_or_else(|| Value::String(text.into())),
-            "float" => float(text)
-                .or_else(|| {
-                    let f = int(text)?.as_f64()?;
-                    Number::from_f64(f).map(Value::Number)
-                })
-                .unwrap_or_else(|| Value::String(text.into())),
-            "bool" => boolean(text).unwrap_or_else(|| Value::String(text.into())),
-            "null" => Value::Null,
-            _ => plain(text),
+            "int" | "float" | "bool" | "null" => yaml11_scalar(text, Some(suffix)),
+            _ => yaml11_scalar(text, None),
         };
     }
     if style != TScalarStyle::Plain {
         return Value::String(text.into());
     }
-    plain(text)
-}
-
-fn plain(text: &str) -> Value {
-    if matches!(text, "" | "~" | "null" | "Null" | "NULL") {
-        return Value::Null;
-    }
-    if let Some(b) = boolean(text) {
-        return b;
-    }
-    if let Some(i) = int(text) {
-        return i;
-    }
-    if let Some(f) = float(text) {
-        return f;
-    }
-    Value::String(text.into())
-}
-
-fn boolean(text: &str) -> Option<Value> {
-    match text {
-        "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
-            Some(Value::Bool(true))
-        }
-        "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
-            Some(Value::Bool(false))
-        }
-        _ => None,
-    }
-}
-
-fn all(s: &str, f: impl Fn(char) -> bool) -> bool {
-    !s.is_empty() && s.chars().all(f)
-}
-
-/// YAML 1.1 integers (PyYAML's resolver), with Salt's leading-zero rule.
-fn int(text: &str) -> Option<Value> {
-    let (neg, body) = match text.as_bytes().first()? {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let signed = body.len() != text.len();
-    let digits = |s: &str| s.replace('_', "");
-    let value: i128 = if let Some(bin) = body.strip_prefix("0b") {
-        if !all(bin, |c| c == '0' || c == '1' || c == '_') {
-            return None;
-        }
-        i128::from_str_radix(&digits(bin), 2).ok()?
-    } else if let Some(hex) = body.strip_prefix("0x") {
-        if !all(hex, |c| c.is_ascii_hexdigit() || c == '_') {
-            return None;
-        }
-        i128::from_str_radix(&digits(hex), 16).ok()?
-    } else if body.len() > 1 && body.starts_with('0') {
-        if !all(&body[1..], |c| ('0'..='7').contains(&c) || c == '_') {
-            return None;
-        }
-        if signed {
-            // PyYAML reads a signed leading zero as octal; Salt only strips unsigned ones.
-            i128::from_str_radix(&digits(body), 8).ok()?
-        } else {
-            digits(body)
-                .trim_start_matches('0')
-                .parse::<i128>()
-                .unwrap_or(0)
-        }
-    } else if body.contains(':') {
-        let mut parts = body.split(':');
-        let first = parts.next()?;
-        if !first.starts_with(|c: char| ('1'..='9').contains(&c))
-            || !all(first, |c| c.is_ascii_digit() || c == '_')
-        {
-            return None;
-        }
-        let mut total: i128 = digits(first).parse().ok()?;
-        for part in parts {
-            if part.is_empty() || part.len() > 2 || !all(part, |c| c.is_ascii_digit()) {
-                return None;
-            }
-            if part.len() == 2 && part.as_bytes()[0] > b'5' {
-                return None;
-            }
-            total = total * 60 + part.parse::<i128>().ok()?;
-        }
-        total
-    } else if body == "0" {
-        0
-    } else {
-        if !body.starts_with(|c: char| ('1'..='9').contains(&c))
-            || !all(body, |c| c.is_ascii_digit() || c == '_')
-        {
-            return None;
-        }
-        digits(body).parse().ok()?
-    };
-    let value = if neg { -value } else { value };
-    if let Ok(v) = i64::try_from(value) {
-        Some(Value::Number(v.into()))
-    } else if let Ok(v) = u64::try_from(value) {
-        Some(Value::Number(v.into()))
-    } else {
-        Some(Value::String(text.into()))
-    }
-}
-
-/// YAML 1.1 floats (PyYAML's resolver): a dot is required; base 60 allowed.
-fn float(text: &str) -> Option<Value> {
-    let body = text.strip_prefix(['-', '+']).unwrap_or(text);
-    let neg = text.starts_with('-');
-    if matches!(body, ".inf" | ".Inf" | ".INF") || matches!(text, ".nan" | ".NaN" | ".NAN") {
-        return Some(Value::String(text.into()));
-    }
-    let (mantissa, exponent) = match body.find(['e', 'E']) {
-        Some(i) => (&body[..i], Some(&body[i + 1..])),
-        None => (body, None),
-    };
-    if let Some(exp) = exponent {
-        let digits = exp.strip_prefix(['-', '+'])?;
-        if exp.len() == digits.len() || !all(digits, |c| c.is_ascii_digit()) {
-            return None;
-        }
-    }
-    let value: f64 = if mantissa.contains(':') {
-        if exponent.is_some() {
-            return None;
-        }
-        let (whole, frac) = mantissa.split_once('.')?;
-        let mut parts = whole.split(':');
-        let first = parts.next()?;
-        if !all(first, |c| c.is_ascii_digit() || c == '_')
-            || !first.starts_with(|c: char| c.is_ascii_digit())
-        {
-            return None;
-        }
-        let mut total: f64 = first.replace('_', "").parse().ok()?;
-        for part in parts {
-            if part.is_empty() || part.len() > 2 || !all(part, |c| c.is_ascii_digit()) {
-                return None;
-            }
-            total = total * 60.0 + part.parse::<f64>().ok()?;
-        }
-        if !frac.chars().all(|c| c.is_ascii_digit() || c == '_') {
-            return None;
-        }
-        let frac = frac.replace('_', "");
-        total
-            + format!("0.{}", if frac.is_empty() { "0" } else { &frac })
-                .parse::<f64>()
-                .ok()?
-    } else {
-        let (whole, frac) = mantissa.split_once('.')?;
-        if whole.is_empty() {
-            if text.starts_with(['-', '+']) || !all(frac, |c| c.is_ascii_digit() || c == '_') {
-                return None;
-            }
-        } else if !whole.starts_with(|c: char| c.is_ascii_digit())
-            || !all(whole, |c| c.is_ascii_digit() || c == '_')
-            || !frac.chars().all(|c| c.is_ascii_digit() || c == '_')
-        {
-            return None;
-        }
-        let clean = format!(
-            "{}.{}{}",
-            if whole.is_empty() {
-                "0".to_string()
-            } else {
-                whole.replace('_', "")
-            },
-            if frac.is_empty() {
-                "0".to_string()
-            } else {
-                frac.replace('_', "")
-            },
-            exponent.map(|e| format!("e{e}")).unwrap_or_default()
-        );
-        clean.parse().ok()?
-    };
-    let value = if neg { -value } else { value };
-    Number::from_f64(value).map(Value::Number)
+    yaml11_scalar(text, None)
 }
 
 #[cfg(test)]

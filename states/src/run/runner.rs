@@ -1114,14 +1114,7 @@ impl Runner {
                     .get("__sls__")
                     .map(|s| format!("in SLS '{}' ", py_str(s)))
                     .unwrap_or_default();
-                let ty = match name {
-                    Value::Number(n) if n.is_f64() => "float",
-                    Value::Number(_) => "int",
-                    Value::Bool(_) => "bool",
-                    Value::Array(_) => "list",
-                    Value::Object(_) => "dict",
-                    _ => "str",
-                };
+                let ty = saltq_semantics::python::type_name(name);
                 errors.push(format!(
                     "ID '{}' {sls}is not formed as a string, but is a {ty}",
                     py_str(name)

@@ -26,19 +26,6 @@ pub(super) const PARAMS: &[Param] = &[
     Param::opt("create_if_missing", Lit::Bool(false)),
 ];
 
-/// Python's `type(v).__name__` for the values a state tree gives.
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "NoneType",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float",
-        Value::Number(_) => "int",
-        Value::String(_) => "str",
-        Value::Array(_) => "list",
-        Value::Object(_) => "dict",
-    }
-}
-
 /// Python's `str.lstrip(chars)`, whitespace when `chars` is `None`.
 fn lstrip<'a>(s: &'a str, chars: Option<&str>) -> &'a str {
     match chars {
@@ -177,7 +164,7 @@ pub(super) async fn keyvalue(call: StateCall) -> Result<Ret, StateError> {
                         diff.push(format!(
                             "+ {} (from {} type)\n",
                             line.trim_end(),
-                            type_name(value)
+                            saltq_semantics::python::type_name(value)
                         ));
                     }
                 }

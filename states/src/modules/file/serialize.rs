@@ -5,6 +5,7 @@ use std::path::Path;
 
 use saltq_exec::{Lit, Param};
 use saltq_semantics::output::{OutputOptions, Outputter, render};
+use saltq_semantics::python::{Dumps, dumps};
 use serde_json::{Map, Value};
 
 use super::managed::{FileSpec, Managed, check_changes, manage_file};
@@ -37,68 +38,6 @@ pub(super) const PARAMS: &[Param] = &[
     Param::opt("tmp_dir", Lit::Str("")),
     Param::opt("tmp_ext", Lit::Str("")),
 ];
-
-/// Python's `json.dumps(v, indent=2, separators=(",", ": "), sort_keys=True)`.
-fn json_dump(v: &Value, level: usize, out: &mut String) {
-    let pad = |n: usize| "  ".repeat(n);
-    match v {
-        Value::Object(m) if !m.is_empty() => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push_str("{\n");
-            for (i, k) in keys.iter().enumerate() {
-                out.push_str(&pad(level + 1));
-                json_str(k, out);
-                out.push_str(": ");
-                json_dump(&m[k.as_str()], level + 1, out);
-                if i + 1 < keys.len() {
-                    out.push(',');
-                }
-                out.push('\n');
-            }
-            out.push_str(&pad(level));
-            out.push('}');
-        }
-        Value::Array(a) if !a.is_empty() => {
-            out.push_str("[\n");
-            for (i, x) in a.iter().enumerate() {
-                out.push_str(&pad(level + 1));
-                json_dump(x, level + 1, out);
-                if i + 1 < a.len() {
-                    out.push(',');
-                }
-                out.push('\n');
-            }
-            out.push_str(&pad(level));
-            out.push(']');
-        }
-        Value::Object(_) => out.push_str("{}"),
-        Value::Array(_) => out.push_str("[]"),
-        Value::String(s) => json_str(s, out),
-        Value::Number(n) => out.push_str(&saltq_semantics::python::number_repr(n)),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Null => out.push_str("null"),
-    }
-}
-
-/// A JSON string as Salt's `json.dumps` writes it (`ensure_ascii=False`).
-fn json_str(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\x08' => out.push_str("\\b"),
-            '\x0c' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
 
 /// Salt's `merge_recurse(existing, new)`: dicts merged key by key (exec's `dict_update`),
 /// anything else replaced.
@@ -228,9 +167,10 @@ pub(super) async fn serialize(call: StateCall) -> Result<Ret, StateError> {
         }
     }
     let mut contents = if serializer == "json" {
-        let mut s = String::new();
-        json_dump(&dataset, 0, &mut s);
-        s
+        // Salt's defaults for the json serializer: `indent=2, separators=(",", ": "),
+        // sort_keys=True`, through `salt.utils.json.dumps` (`ensure_ascii=False`).
+        let opts = Dumps::salt().indent(2).separators(",", ": ").sort_keys();
+        dumps(&dataset, &opts)
     } else {
         render(
             Outputter::Yaml,

@@ -923,36 +923,6 @@ pub(super) const DECODE_PARAMS: &[Param] = &[
     Param::opt("checksum", Lit::Str("md5")),
 ];
 
-/// Python's `base64.decodebytes`: standard alphabet, whitespace and other characters
-/// outside it skipped; `None` when the padding is wrong.
-fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let val = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => u32::from(c - b'A'),
-            b'a'..=b'z' => u32::from(c - b'a') + 26,
-            b'0'..=b'9' => u32::from(c - b'0') + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        })
-    };
-    let body = text.split('=').next().unwrap_or_default();
-    let digits: Vec<u32> = body.bytes().filter_map(val).collect();
-    if digits.len() % 4 == 1 {
-        return None;
-    }
-    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
-    for chunk in digits.chunks(4) {
-        let mut n = 0u32;
-        for (i, d) in chunk.iter().enumerate() {
-            n |= d << (18 - 6 * i);
-        }
-        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-        out.extend_from_slice(&bytes[..chunk.len() - 1]);
-    }
-    Some(out)
-}
-
 /// `file.decode`: base64 data (inline or from the pillar) written to `name`.
 pub(super) async fn decode(call: StateCall) -> Result<Ret, StateError> {
     let name = name_of(&call);
@@ -991,7 +961,7 @@ pub(super) async fn decode(call: StateCall) -> Result<Ret, StateError> {
         }
     };
     let checksum = str_arg(&call, "checksum").unwrap_or_else(|| "md5".into());
-    let data = base64_decode(&content).unwrap_or_default();
+    let data = saltq_semantics::python::b64decode(&content).unwrap_or_default();
     let insum = super::managed::hash_bytes(&data, &checksum).unwrap_or_default();
     let p = Path::new(&name);
     if p.is_file() {
