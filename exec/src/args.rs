@@ -8,6 +8,7 @@
 
 use serde_json::{Map, Value};
 
+use saltq_semantics::args::parse_kwarg;
 use saltq_semantics::python;
 
 use crate::context::PubInfo;
@@ -68,7 +69,7 @@ pub(crate) fn split_args(
                 }
             }
             Value::String(s) => match parse_kwarg(&s) {
-                Some((key, val)) => take(key, python::yamlify(&val), &mut keywords),
+                Some((key, val)) => take(key.to_owned(), python::yamlify(val), &mut keywords),
                 None => positional.push(Value::String(s)),
             },
             other => positional.push(other),
@@ -223,29 +224,6 @@ fn name_list(names: &[&str]) -> String {
         [a, b] => format!("{a} and {b}"),
         [init @ .., last] => format!("{}, and {last}", init.join(", ")),
     }
-}
-
-/// Salt's `parse_kwarg`: `name=value` where the name is an identifier (dots and dashes
-/// allowed after the first character) and `=` is not followed by another `=`.
-pub fn parse_kwarg(s: &str) -> Option<(String, String)> {
-    let (key, value) = s.split_once('=')?;
-    let mut chars = key.chars();
-    let first = chars.next()?;
-    if !(first == '_' || (first.is_alphanumeric() && !first.is_numeric())) {
-        return None;
-    }
-    if !chars.all(|c| c == '_' || c == '.' || c == '-' || c.is_alphanumeric()) {
-        return None;
-    }
-    if value.starts_with('=') {
-        return None;
-    }
-    // Python's `.*$` stops at a newline; only a single trailing one is allowed.
-    let value = value.strip_suffix('\n').unwrap_or(value);
-    if value.contains('\n') {
-        return None;
-    }
-    Some((key.to_owned(), value.to_owned()))
 }
 
 #[cfg(test)]
@@ -425,18 +403,19 @@ mod tests {
         );
     }
 
+    /// `key=value` strings in a job's `arg` list bound as Salt's minion binds them: the rule is
+    /// `saltq_semantics::args::parse_kwarg`, for which `²` may start a name (Python's
+    /// `[^\d\W]`: `²` is `\w` and not `\d`), so `²x=1` is a keyword and its value typed.
     #[test]
     fn kwarg_strings() {
-        assert_eq!(parse_kwarg("a=b"), Some(("a".into(), "b".into())));
-        assert_eq!(
-            parse_kwarg("a.b-c=x=y"),
-            Some(("a.b-c".into(), "x=y".into()))
-        );
-        assert_eq!(parse_kwarg("_x="), Some(("_x".into(), String::new())));
-        assert_eq!(parse_kwarg("a==b"), None);
-        assert_eq!(parse_kwarg("1a=b"), None);
-        assert_eq!(parse_kwarg("echo a=b"), None);
-        assert_eq!(parse_kwarg("a=b\nc"), None);
-        assert_eq!(parse_kwarg("noequals"), None);
+        let args = vec![
+            json!("²x=1"),
+            json!("a.b-c=x=y"),
+            json!("a==b"),
+            json!("1a=b"),
+        ];
+        let (positional, keywords) = split_args(args, Map::new(), |_| true).unwrap();
+        assert_eq!(positional, vec![json!("a==b"), json!("1a=b")]);
+        assert_eq!(Value::Object(keywords), json!({"²x": 1, "a.b-c": "x=y"}));
     }
 }

@@ -34,7 +34,6 @@ pub mod runners;
 mod spec;
 mod sync;
 
-pub use args::parse_kwarg;
 /// Tar and zip archives as Salt's `archive` module lists and extracts them, for the
 /// `archive.extracted` state.
 pub mod archive {

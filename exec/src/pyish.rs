@@ -41,22 +41,9 @@ pub fn py_int(v: &Value) -> Result<i64, ExecError> {
             "TypeError",
             format!(
                 "int() argument must be a string, a bytes-like object or a real number, not '{}'",
-                py_type(other)
+                saltq_semantics::python::type_name(other)
             ),
         )),
-    }
-}
-
-/// The Python type name of a value, for error messages.
-pub fn py_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "NoneType",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float",
-        Value::Number(_) => "int",
-        Value::String(_) => "str",
-        Value::Array(_) => "list",
-        Value::Object(_) => "dict",
     }
 }
 

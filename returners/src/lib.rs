@@ -48,6 +48,7 @@ mod webhook;
 use std::sync::Arc;
 use std::time::Duration;
 
+use saltq_semantics::python::salt_dumps;
 use serde_json::{Map, Value};
 
 pub use crate::error::ReturnerError;
@@ -214,7 +215,7 @@ impl Returners {
             Settings::Redis(s) => redis_return::returner(&i.redis, &s, i.redis_ttl, load).await,
             Settings::Rawfile(s) => rawfile::returner(&s, load).await,
             Settings::Syslog(s) => syslog::returner(&s, load).await,
-            Settings::Webhook(s) => webhook::post(&i.webhook, &s, &python_json(load)).await,
+            Settings::Webhook(s) => webhook::post(&i.webhook, &s, &salt_dumps(load)).await,
         }
     }
 
@@ -233,7 +234,7 @@ impl Returners {
             Settings::Rawfile(s) => rawfile::event_return(&s, events).await,
             Settings::Webhook(s) => {
                 let body = Value::Array(events.iter().map(Event::to_value).collect());
-                webhook::post(&i.webhook, &s, &python_json(&body)).await
+                webhook::post(&i.webhook, &s, &salt_dumps(&body)).await
             }
             Settings::Redis(_) | Settings::Syslog(_) => Err(ReturnerError::Unsupported {
                 returner: name.as_str(),
@@ -352,21 +353,6 @@ fn keep_jobs_seconds(opts: &Map<String, Value>) -> Result<u64, ReturnerError> {
     })
 }
 
-/// `salt.utils.json.dumps(value)`: Python's `json.dumps` with `ensure_ascii=False`, so
-/// `{"a": 1, "b": [true, null]}` with Python's separators and float spelling.
-pub(crate) fn python_json(value: &Value) -> String {
-    use saltq_semantics::output::{OutputOptions, Outputter, render};
-    let opts = OutputOptions {
-        color: false,
-        indent: Some(-1),
-    };
-    let mut text = render(Outputter::Json, value, &opts);
-    if text.ends_with('\n') {
-        text.pop();
-    }
-    text
-}
-
 /// The fields of a return load that the database returners store.
 pub(crate) struct ReturnFields<'a> {
     /// Minion id.
@@ -430,7 +416,7 @@ mod tests {
     fn python_json_matches_salt_dumps() {
         let v = json!({"id": "m1", "return": {"a": [1, 2.5, true, null]}, "s": "é\"x"});
         assert_eq!(
-            python_json(&v),
+            salt_dumps(&v),
             r#"{"id": "m1", "return": {"a": [1, 2.5, true, null]}, "s": "é\"x"}"#
         );
     }

@@ -15,7 +15,8 @@ use serde_json::Value;
 
 use crate::error::{ReturnerError, chain};
 use crate::options::Resolved;
-use crate::{CONNECT_TIMEOUT, Event, OP_TIMEOUT, ReturnFields, python_json};
+use crate::{CONNECT_TIMEOUT, Event, OP_TIMEOUT, ReturnFields};
+use saltq_semantics::python::salt_dumps;
 
 const RETURNER: &str = "mysql";
 /// Rows per INSERT statement when storing events (3 placeholders each; MySQL allows 65535).
@@ -219,7 +220,7 @@ fn success_text(v: &Value) -> String {
     match v {
         Value::Bool(b) => if *b { "1" } else { "0" }.to_owned(),
         Value::String(s) => s.clone(),
-        other => python_json(other),
+        other => salt_dumps(other),
     }
 }
 
@@ -233,10 +234,10 @@ pub(crate) async fn returner(
     let params: Vec<mysql_async::Value> = vec![
         f.fun.into(),
         f.jid.into(),
-        python_json(f.ret).into(),
+        salt_dumps(f.ret).into(),
         f.id.into(),
         success_text(f.success).into(),
-        python_json(load).into(),
+        salt_dumps(load).into(),
     ];
     with_conn(pools, s, "insert into salt_returns", async |c| {
         c.exec_drop(
@@ -266,7 +267,7 @@ pub(crate) async fn event_return(
             for (i, e) in chunk.iter().enumerate() {
                 sql.push_str(if i == 0 { "(?, ?, ?)" } else { ", (?, ?, ?)" });
                 params.push(e.tag.as_str().into());
-                params.push(python_json(&Value::Object(e.data.clone())).into());
+                params.push(salt_dumps(&Value::Object(e.data.clone())).into());
                 params.push(master_id.into());
             }
             tx.exec_drop(sql, Params::Positional(params)).await?;
@@ -283,7 +284,7 @@ pub(crate) async fn save_load(
     jid: &str,
     load: &Value,
 ) -> Result<(), ReturnerError> {
-    let params: Vec<mysql_async::Value> = vec![jid.into(), python_json(load).into()];
+    let params: Vec<mysql_async::Value> = vec![jid.into(), salt_dumps(load).into()];
     with_conn(pools, s, &format!("save the load of job {jid} into jids"), async |c| {
         c.exec_drop(
             "INSERT INTO `jids` (`jid`, `load`) VALUES (?, ?) ON DUPLICATE KEY UPDATE `jid` = `jid`",

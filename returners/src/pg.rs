@@ -15,7 +15,8 @@ use tokio_postgres::{Client, NoTls};
 
 use crate::error::{ReturnerError, chain};
 use crate::options::{Name, Resolved};
-use crate::{CONNECT_TIMEOUT, Event, OP_TIMEOUT, ReturnFields, python_json};
+use crate::{CONNECT_TIMEOUT, Event, OP_TIMEOUT, ReturnFields};
+use saltq_semantics::python::salt_dumps;
 
 /// Idle connections kept per database.
 const MAX_IDLE: usize = 4;
@@ -393,7 +394,7 @@ fn success_text(v: &Value) -> String {
     match v {
         Value::Bool(b) => b.to_string(),
         Value::String(s) => s.clone(),
-        other => python_json(other),
+        other => salt_dumps(other),
     }
 }
 
@@ -418,7 +419,7 @@ pub(crate) async fn returner(
             .await?;
         }
         Flavor::Text => {
-            let (ret, full) = (python_json(f.ret), python_json(load));
+            let (ret, full) = (salt_dumps(f.ret), salt_dumps(load));
             with_client(pools, s, "insert into salt_returns", async |c| {
                 c.execute(
                     "INSERT INTO salt_returns (fun, jid, return, id, success, full_ret) \
@@ -463,7 +464,7 @@ pub(crate) async fn event_return(
         Flavor::Text => {
             let data: Vec<String> = events
                 .iter()
-                .map(|e| python_json(&Value::Object(e.data.clone())))
+                .map(|e| salt_dumps(&Value::Object(e.data.clone())))
                 .collect();
             with_client(pools, s, &action, async |c| {
                 c.execute(
@@ -502,7 +503,7 @@ pub(crate) async fn save_load(
             .await?;
         }
         Flavor::Text => {
-            let text = python_json(load);
+            let text = salt_dumps(load);
             with_client(pools, s, &action, async |c| {
                 c.execute(
                     "INSERT INTO jids (jid, load) VALUES ($1, $2) ON CONFLICT (jid) DO NOTHING",

@@ -8,9 +8,10 @@ use std::path::PathBuf;
 use nix::fcntl::{Flock, FlockArg};
 use serde_json::Value;
 
+use crate::Event;
 use crate::error::ReturnerError;
 use crate::options::Resolved;
-use crate::{Event, python_json};
+use saltq_semantics::python::salt_dumps;
 
 const RETURNER: &str = "rawfile_json";
 
@@ -35,7 +36,7 @@ impl Settings {
 
 /// `returner(ret)`: the return as one line.
 pub(crate) async fn returner(s: &Settings, load: &Value) -> Result<(), ReturnerError> {
-    let mut text = python_json(load);
+    let mut text = salt_dumps(load);
     text.push('\n');
     append(s, text, "append a return").await
 }
@@ -44,7 +45,7 @@ pub(crate) async fn returner(s: &Settings, load: &Value) -> Result<(), ReturnerE
 pub(crate) async fn event_return(s: &Settings, events: &[Event]) -> Result<(), ReturnerError> {
     let mut text = String::new();
     for e in events {
-        text.push_str(&python_json(&e.to_value()));
+        text.push_str(&salt_dumps(&e.to_value()));
         text.push('\n');
     }
     append(s, text, &format!("append {} events", events.len())).await

@@ -18,7 +18,8 @@ use serde_json::Value;
 
 use crate::error::{ReturnerError, chain};
 use crate::options::Resolved;
-use crate::{CONNECT_TIMEOUT, OP_TIMEOUT, ReturnFields, python_json};
+use crate::{CONNECT_TIMEOUT, OP_TIMEOUT, ReturnFields};
+use saltq_semantics::python::salt_dumps;
 
 const RETURNER: &str = "redis";
 
@@ -153,7 +154,7 @@ pub(crate) async fn returner(
     let f = ReturnFields::of(RETURNER, load)?;
     let ret_key = format!("ret:{}", f.jid);
     let mut pipe = redis::pipe();
-    pipe.hset(&ret_key, f.id, python_json(load)).ignore();
+    pipe.hset(&ret_key, f.id, salt_dumps(load)).ignore();
     if let Some(ttl) = ttl {
         pipe.expire(&ret_key, i64::try_from(ttl).unwrap_or(i64::MAX))
             .ignore();
@@ -181,8 +182,8 @@ pub(crate) async fn save_load(
     let key = format!("load:{jid}");
     let mut pipe = redis::pipe();
     match ttl {
-        Some(ttl) => pipe.set_ex(&key, python_json(load), ttl).ignore(),
-        None => pipe.set(&key, python_json(load)).ignore(),
+        Some(ttl) => pipe.set_ex(&key, salt_dumps(load), ttl).ignore(),
+        None => pipe.set(&key, salt_dumps(load)).ignore(),
     };
     pools
         .run(s, &format!("save the load of job {jid}"), &pipe)

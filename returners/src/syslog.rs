@@ -12,7 +12,7 @@ use tokio::net::{UdpSocket, UnixDatagram};
 
 use crate::error::ReturnerError;
 use crate::options::Resolved;
-use crate::python_json;
+use saltq_semantics::python::salt_dumps;
 
 const RETURNER: &str = "syslog";
 
@@ -231,7 +231,7 @@ pub(crate) async fn returner(s: &Settings, load: &Value) -> Result<(), ReturnerE
         .replace(' ', "_");
     let message = frame(
         s,
-        &python_json(load),
+        &salt_dumps(load),
         chrono::Local::now(),
         &host,
         std::process::id(),
