@@ -78,20 +78,20 @@ pub fn parse_form(body: &[u8]) -> Value {
             Value::Array(a) => a,
             one => vec![one],
         };
-        *arg = Value::Array(items.into_iter().map(yamlify).collect());
+        *arg = Value::Array(items.into_iter().map(yamlify_arg).collect());
     }
     if let Some(kw) = m.get_mut("kwarg") {
-        *kw = yamlify(kw.take());
+        *kw = yamlify_arg(kw.take());
     }
     Value::Object(m)
 }
 
-/// A string as YAML would read it when it reads as a number, boolean, list or mapping.
-fn yamlify(v: Value) -> Value {
-    let Value::String(s) = &v else { return v };
-    match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(s) {
-        Ok(serde_yaml_ng::Value::String(_)) | Ok(serde_yaml_ng::Value::Null) | Err(_) => v,
-        Ok(other) => serde_json::to_value(other).unwrap_or(v),
+/// Salt's `yamlify_arg` of a string (YAML 1.1, as on Salt's command line: `on` is true,
+/// `1:30` is 90), through `saltq_semantics::python::yamlify`; anything else as it is.
+fn yamlify_arg(v: Value) -> Value {
+    match &v {
+        Value::String(s) => saltq_semantics::python::yamlify(s),
+        _ => v,
     }
 }
 
@@ -296,6 +296,16 @@ mod tests {
         );
         assert_eq!(parse_body("text/plain", b"x").unwrap_err().status, 415);
         assert_eq!(parse_body("application/json", b"  ").unwrap(), None);
+    }
+
+    /// A form's `arg` and `kwarg` typed as Salt 3007.8's rest_cherrypy types them
+    /// (`salt.utils.args.yamlify_arg`, YAML 1.1): `on` is True, `1:30` is 90, `1e16` stays
+    /// a string, `off` is False.
+    #[test]
+    fn form_args_are_typed_as_salt_does() {
+        let f = parse_form(b"arg=on&arg=1:30&arg=1e16&arg=%C2%B2x%3D1&kwarg=off");
+        assert_eq!(f["arg"], json!([true, 90, "1e16", "²x=1"]));
+        assert_eq!(f["kwarg"], json!(false));
     }
 
     #[test]

@@ -16,6 +16,7 @@
 
 use std::time::Duration;
 
+use saltq_semantics::python::truthy;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -282,18 +283,6 @@ pub fn merge_acl(own: Option<&Vec<Value>>, answer: &Value) -> Option<Vec<Value>>
         merged.extend(extra.iter().cloned());
     }
     (!merged.is_empty()).then_some(merged)
-}
-
-/// Python's truth of a decoded value.
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
 }
 
 #[cfg(test)]

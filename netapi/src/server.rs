@@ -16,6 +16,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use hyper_util::rt::TokioIo;
+use saltq_semantics::python::salt_dumps;
 use serde_json::{Map, Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -64,37 +65,6 @@ fn now() -> f64 {
         .unwrap_or_default()
 }
 
-/// JSON as Python's `json.dumps` writes it (`", "` and `": "`), which is what salt-api sends.
-pub fn python_json(v: &Value) -> String {
-    struct PyFormatter;
-    impl serde_json::ser::Formatter for PyFormatter {
-        fn begin_array_value<W: ?Sized + std::io::Write>(
-            &mut self,
-            w: &mut W,
-            first: bool,
-        ) -> std::io::Result<()> {
-            if first { Ok(()) } else { w.write_all(b", ") }
-        }
-        fn begin_object_key<W: ?Sized + std::io::Write>(
-            &mut self,
-            w: &mut W,
-            first: bool,
-        ) -> std::io::Result<()> {
-            if first { Ok(()) } else { w.write_all(b", ") }
-        }
-        fn begin_object_value<W: ?Sized + std::io::Write>(
-            &mut self,
-            w: &mut W,
-        ) -> std::io::Result<()> {
-            w.write_all(b": ")
-        }
-    }
-    let mut out = Vec::new();
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, PyFormatter);
-    serde::Serialize::serialize(v, &mut ser).expect("a JSON value serializes");
-    String::from_utf8(out).expect("serde_json writes UTF-8")
-}
-
 fn wants_yaml(headers: &HeaderMap) -> bool {
     let accept = headers
         .get(header::ACCEPT)
@@ -111,7 +81,7 @@ fn data(status: StatusCode, v: &Value, headers: &HeaderMap) -> Reply {
             serde_yaml_ng::to_string(v).unwrap_or_default(),
         )
     } else {
-        ("application/json", python_json(v))
+        ("application/json", salt_dumps(v))
     };
     let mut r = Response::new(Body::from(body));
     *r.status_mut() = status;
@@ -799,7 +769,7 @@ fn title_case(name: &str) -> String {
 pub fn sse_frame(tag: &str, data: &Value) -> String {
     format!(
         "tag: {tag}\ndata: {}\n\n",
-        python_json(&json!({"data": data, "tag": tag}))
+        salt_dumps(&json!({"data": data, "tag": tag}))
     )
 }
 
@@ -1034,7 +1004,7 @@ mod tests {
     #[test]
     fn json_is_written_as_python_writes_it() {
         assert_eq!(
-            python_json(&json!({"data": {"a": [1, 2], "b": null}, "tag": "t"})),
+            salt_dumps(&json!({"data": {"a": [1, 2], "b": null}, "tag": "t"})),
             r#"{"data": {"a": [1, 2], "b": null}, "tag": "t"}"#
         );
         assert_eq!(
