@@ -57,8 +57,11 @@ pub struct RawConfig {
     pub issue_minion_certs: Option<bool>,
     /// Plain-HTTP port for /healthz, /readyz and /metrics (default 8080; 0 picks a free port).
     pub http_port: Option<u16>,
-    /// Address of the HTTP port (default 0.0.0.0).
+    /// Address of the HTTP port (default: `interface`).
     pub http_interface: Option<IpAddr>,
+    /// A file holding the bearer token `/metrics` requires (Prometheus' `credentials_file`);
+    /// unset, `/metrics` is open. `/healthz` and `/readyz` stay open for probes.
+    pub metrics_token_file: Option<PathBuf>,
     /// Serve the HTTP port at all (default true).
     pub http_enabled: Option<bool>,
     /// Log level: error, warning, info, debug, trace.
@@ -228,6 +231,8 @@ pub struct MasterConfig {
     pub issue_minion_certs: bool,
     /// The HTTP probe and metrics address, or off.
     pub http: Option<SocketAddr>,
+    /// The bearer token `/metrics` requires, read from `metrics_token_file` at start.
+    pub metrics_token: Option<String>,
     /// Log level.
     pub log_level: String,
     /// Transport limits.
@@ -309,6 +314,23 @@ fn minion_cert_lifetime(days: Option<f64>) -> Result<Duration, String> {
     }
     Ok(Duration::from_secs_f64(secs))
 }
+/// The token in `path` (surrounding whitespace and a final newline are not part of it).
+fn metrics_token(path: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(format!("{} holds no token", path.display()));
+    }
+    if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "{} holds more than one word: a bearer token has no spaces",
+            path.display()
+        ));
+    }
+    Ok(token.to_owned())
+}
+
 /// The most seconds a duration in the config may be (about 31 years): longer ones would not
 /// fit the clocks and timers they set.
 const MAX_SECS: f64 = 1e9;
@@ -491,12 +513,19 @@ impl MasterConfig {
             minion_cert_lifetime: minion_cert_lifetime(raw.minion_cert_days)
                 .map_err(|m| bad("minion_cert_days", m))?,
             issue_minion_certs: raw.issue_minion_certs.unwrap_or(false),
+            // On `interface` unless told otherwise: a master kept to loopback or one network
+            // does not expose its metrics on every other.
             http: raw.http_enabled.unwrap_or(true).then(|| {
                 SocketAddr::new(
-                    raw.http_interface.unwrap_or(IpAddr::from([0, 0, 0, 0])),
+                    raw.http_interface.unwrap_or(interface),
                     raw.http_port.unwrap_or(8080),
                 )
             }),
+            metrics_token: raw
+                .metrics_token_file
+                .map(|p| metrics_token(&rooted(&root, &p)))
+                .transpose()
+                .map_err(|m| bad("metrics_token_file", m))?,
             log_level,
             limits: saltq_transport::Limits {
                 max_message_size,
@@ -777,6 +806,44 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn the_http_port_listens_on_interface_unless_http_interface_says_otherwise() {
+        let http = |yaml: &str| load(yaml).unwrap().http.map(|a| a.to_string());
+        assert_eq!(http(""), Some("0.0.0.0:8080".into()));
+        assert_eq!(
+            http("interface: 127.0.0.1\n"),
+            Some("127.0.0.1:8080".into())
+        );
+        assert_eq!(
+            http("interface: 127.0.0.1\nhttp_interface: 0.0.0.0\nhttp_port: 9\n"),
+            Some("0.0.0.0:9".into())
+        );
+        assert_eq!(http("http_enabled: false\n"), None);
+    }
+
+    #[test]
+    fn the_metrics_token_file_holds_one_word() {
+        let dir = std::env::temp_dir().join(format!("saltq-mtok-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("token");
+        let with = |text: &str| {
+            std::fs::write(&f, text).unwrap();
+            load(&format!("metrics_token_file: {}\n", f.display())).map(|c| c.metrics_token)
+        };
+        assert_eq!(with("s3cret\n").unwrap(), Some("s3cret".into()));
+        for (text, want) in [("\n", "holds no token"), ("a b\n", "more than one word")] {
+            let err = with(text).unwrap_err();
+            assert!(
+                err.contains("key \"metrics_token_file\"") && err.contains(want),
+                "{text:?}: {err}"
+            );
+        }
+        let err = load("metrics_token_file: /no/such/token\n").unwrap_err();
+        assert!(err.contains("cannot read /no/such/token"), "{err}");
+        assert_eq!(load("").unwrap().metrics_token, None);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     const PG: &str = "job_cache: postgres\njob_cache_postgres: 'host=db'\n";

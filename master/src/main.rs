@@ -77,7 +77,8 @@ fn main() {
         }
         cfg.log_level = level;
     }
-    saltq_transport::config::init_tracing(&cfg.log_level, args.log_json);
+    // Rate-limited per kind of message: no peer's repeated input can fill the disk.
+    saltq_transport::config::init_tracing_rate_limited(&cfg.log_level, args.log_json);
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {

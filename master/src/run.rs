@@ -191,6 +191,9 @@ fn hostname() -> String {
 
 /// Runs the master until `shutdown` turns true.
 pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(), StartError> {
+    // A socket per minion: the distribution's default soft limit (often 1024) would stop a
+    // fleet long before the hard limit does.
+    saltq_transport::rlimit::raise_nofile_limit_logged();
     ensure_pki(&cfg).map_err(|e| {
         let code = io_code(&e);
         StartError { code, error: e }
@@ -468,9 +471,9 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         let handshakes = listeners.handshakes();
         tokio::spawn(saltq_transport::http::serve(
             l,
-            move |path: String| {
+            move |req: saltq_transport::http::Request| {
                 let (m, handshakes) = (m.clone(), handshakes.clone());
-                async move { probe(&m, &handshakes, &path).await }
+                async move { probe(&m, &handshakes, &req).await }
             },
             shutdown.clone(),
         ));
@@ -564,9 +567,9 @@ fn master_http_addr(cfg: &MasterConfig) -> Option<std::net::SocketAddr> {
 async fn probe(
     master: &Master,
     handshakes: &saltq_transport::server::HandshakeStats,
-    path: &str,
+    req: &saltq_transport::http::Request,
 ) -> saltq_transport::http::Reply {
-    match path {
+    match req.path.as_str() {
         "/healthz" => (200, "text/plain", "ok\n".into()),
         "/readyz" => match master.cache.check_writable().await {
             Err(e) => (503, "text/plain", format!("job cache not writable: {e}\n")),
@@ -584,6 +587,19 @@ async fn probe(
             }
             Ok(()) => (200, "text/plain", "ready\n".into()),
         },
+        "/metrics"
+            if master
+                .cfg
+                .metrics_token
+                .as_deref()
+                .is_some_and(|t| !req.bearer_is(t)) =>
+        {
+            (
+                401,
+                "text/plain",
+                "unauthorized: /metrics needs Authorization: Bearer <metrics_token_file>\n".into(),
+            )
+        }
         "/metrics" => {
             let keys = master.keys.counts();
             let gauges = crate::metrics::Gauges {
@@ -593,11 +609,12 @@ async fn probe(
                 cache_transactions: master.cache.stats().transactions,
                 handshakes: crate::metrics::Handshakes::read(handshakes),
             };
-            (
-                200,
-                "text/plain; version=0.0.4",
-                master.metrics.render(&gauges),
-            )
+            let mut text = master.metrics.render(&gauges);
+            crate::metrics::render_log_suppressed(
+                &mut text,
+                saltq_transport::lograte::suppressed_total(),
+            );
+            (200, "text/plain; version=0.0.4", text)
         }
         _ => (
             404,

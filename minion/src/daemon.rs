@@ -212,10 +212,10 @@ pub async fn run_with(
         let subscribed = chan_rx.clone();
         tokio::spawn(saltq_transport::http::serve(
             listener,
-            move |path: String| {
+            move |req: saltq_transport::http::Request| {
                 let up = subscribed.borrow().is_some();
                 async move {
-                    match (path.as_str(), up) {
+                    match (req.path.as_str(), up) {
                         ("/healthz", true) => (200, "text/plain", "subscribed\n".to_owned()),
                         ("/healthz", false) => (
                             503,

@@ -105,7 +105,12 @@ fn main() {
             let _ = tx.send(true);
         });
         let res = match args.cmd {
-            Some(Cmd::Swarm(a)) => swarm::run(cfg, a, rx).await,
+            Some(Cmd::Swarm(a)) => {
+                // N virtual minions hold a socket each; one minion holds a few and leaves the
+                // limit its jobs' programs inherit alone.
+                saltq_transport::rlimit::raise_nofile_limit_logged();
+                swarm::run(cfg, a, rx).await
+            }
             _ => daemon::run(cfg, rx).await,
         };
         match res {

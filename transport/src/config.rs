@@ -215,6 +215,25 @@ pub fn rooted(root_dir: &Path, path: &Path) -> PathBuf {
 
 /// Sets up `tracing` with a Salt log level name (`warning`, `debug`, ...), as text or JSON lines.
 pub fn init_tracing(level: &str, json: bool) {
+    init(level, json, None);
+}
+
+/// As [`init_tracing`], with each kind of message (callsite) limited to
+/// [`crate::lograte::RateLimit::DAEMON`]: for a daemon whose peers' input is logged, so that no
+/// input repeated can fill its disk.
+pub fn init_tracing_rate_limited(level: &str, json: bool) {
+    init(
+        level,
+        json,
+        Some(crate::lograte::RateLimitLayer::new(
+            crate::lograte::RateLimit::DAEMON,
+        )),
+    );
+}
+
+fn init(level: &str, json: bool, limit: Option<crate::lograte::RateLimitLayer>) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = match level {
         "quiet" => "off",
         "critical" | "error" => "error",
@@ -225,13 +244,13 @@ pub fn init_tracing(level: &str, json: bool) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("SALTQ_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // The filter first, so the limit counts only what would be written.
+    let registry = tracing_subscriber::registry().with(filter).with(limit);
     if json {
-        builder.json().init();
+        registry.with(fmt.json()).init();
     } else {
-        builder.init();
+        registry.with(fmt).init();
     }
 }
 

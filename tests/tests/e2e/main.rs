@@ -15,6 +15,7 @@ mod interop;
 mod jobs;
 mod minion_link;
 mod ops;
+mod ops_hardening;
 mod orchestrate;
 mod protocol;
 mod runners;
