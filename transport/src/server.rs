@@ -17,6 +17,7 @@ use tower::Service;
 use tracing::{debug, info, warn};
 
 use crate::admission::Admission;
+use crate::guard::{self, Caps, Gate, Slot};
 use crate::identity::{self, PeerInfo, Transport};
 use crate::tls::{self, ServerCert, Trust};
 
@@ -40,6 +41,12 @@ pub struct Limits {
     /// over their 10 s busy wait, and the last of them made half the restarts miss 15 s
     /// (BENCHMARKS.md); with 7 s fewer are turned away and the queue takes them in order.
     pub handshake_queue: Duration,
+    /// Connections the QUIC listener holds at once (server only; no cap per source by default:
+    /// a fleet behind NAT shares one address).
+    pub quic_connections: Caps,
+    /// Connections the HTTP/2 listener holds at once, counted from the accept, handshake
+    /// included (server only).
+    pub h2_connections: Caps,
 }
 
 impl Default for Limits {
@@ -51,6 +58,8 @@ impl Default for Limits {
             max_concurrent_streams: 64,
             max_handshakes: 256,
             handshake_queue: Duration::from_secs(7),
+            quic_connections: Caps::QUIC,
+            h2_connections: Caps::H2,
         }
     }
 }
@@ -95,6 +104,8 @@ pub struct Listeners {
     trust: Trust,
     limits: Limits,
     handshakes: Arc<HandshakeStats>,
+    quic_gate: Gate,
+    h2_gate: Gate,
 }
 
 /// What the handshake admission did, since the listeners were bound: counters an operator
@@ -190,18 +201,29 @@ impl Listeners {
             }
             None => None,
         };
+        // A TCP connection holds a descriptor; a QUIC one does not (one UDP socket for all).
+        let fds = guard::nofile_limit().unwrap_or(u64::MAX);
+        let quic_gate = Gate::new("quic", limits.quic_connections);
+        let h2_gate = Gate::new("h2", limits.h2_connections.within_fds(fds));
         Ok(Listeners {
             quic,
             h2,
             trust,
             limits,
             handshakes,
+            quic_gate,
+            h2_gate,
         })
     }
 
     /// The handshake admission's counters, live while the listeners serve.
     pub fn handshakes(&self) -> Arc<HandshakeStats> {
         self.handshakes.clone()
+    }
+
+    /// The listeners' connection gates (QUIC, HTTP/2), for their counters.
+    pub fn gates(&self) -> Vec<Gate> {
+        vec![self.quic_gate.clone(), self.h2_gate.clone()]
     }
 
     /// The bound QUIC (UDP) address.
@@ -229,14 +251,25 @@ impl Listeners {
             let svc = svc.clone();
             let trust = self.trust.clone();
             let admission = admission.clone();
+            let gate = self.quic_gate.clone();
             let mut stop = shutdown.clone();
             tasks.spawn(async move {
                 loop {
                     tokio::select! {
                         inc = ep.accept() => match inc {
                             Some(inc) => {
+                                let slot = match gate.admit(inc.remote_address().ip()) {
+                                    Ok(slot) => slot,
+                                    Err(why) => {
+                                        debug!(remote = %inc.remote_address(), "refusing quic connection: {why}");
+                                        inc.refuse();
+                                        continue;
+                                    }
+                                };
                                 let (svc, trust, admission) = (svc.clone(), trust.clone(), admission.clone());
                                 tokio::spawn(async move {
+                                    // Held while the connection waits for its turn and serves.
+                                    let _slot = slot;
                                     let Some(turn) = admission.wait().await else {
                                         debug!(remote = %inc.remote_address(), "refusing quic connection: too many handshakes in progress");
                                         return inc.refuse();
@@ -257,7 +290,10 @@ impl Listeners {
             let trust = self.trust.clone();
             let limits = self.limits.clone();
             let stop = shutdown.clone();
-            tasks.spawn(serve_h2(listener, tls, trust, limits, admission, svc, stop));
+            let gate = self.h2_gate.clone();
+            tasks.spawn(serve_h2(
+                listener, tls, trust, limits, admission, gate, svc, stop,
+            ));
         }
         let _ = shutdown.wait_for(|s| *s).await;
         while tasks.join_next().await.is_some() {}
@@ -306,6 +342,8 @@ pub fn client_transport_config(limits: &Limits) -> quinn::TransportConfig {
 struct H2Conn {
     io: tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
     info: PeerInfo,
+    /// The connection's place in the listener's gate, given back when tonic drops it.
+    _slot: Slot,
 }
 
 impl Connected for H2Conn {
@@ -347,12 +385,15 @@ impl AsyncWrite for H2Conn {
     }
 }
 
+// Each argument is one part of the listener; a struct bundling them would only move the list.
+#[allow(clippy::too_many_arguments)]
 async fn serve_h2<S>(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     trust: Trust,
     limits: Limits,
     admission: Admission,
+    gate: Gate,
     svc: S,
     mut stop: watch::Receiver<bool>,
 ) where
@@ -368,13 +409,19 @@ async fn serve_h2<S>(
     // Handshakes run in their own tasks so a slow or hostile peer cannot hold up the others.
     tokio::spawn(async move {
         let mut accept_stop = accept_stop;
+        let mut backoff = guard::Backoff::default();
         loop {
             let (tcp, remote) = tokio::select! {
-                r = listener.accept() => match r {
-                    Ok(v) => v,
-                    Err(e) => { warn!("tcp accept failed: {e}"); continue; }
-                },
+                v = guard::accept(&listener, &gate, &mut backoff) => v,
                 _ = accept_stop.wait_for(|s| *s) => break,
+            };
+            // Refused before the handshake: closing costs nothing, a handshake would.
+            let slot = match gate.admit(remote.ip()) {
+                Ok(slot) => slot,
+                Err(why) => {
+                    debug!(%remote, "refusing tcp connection: {why}");
+                    continue;
+                }
             };
             let _ = tcp.set_nodelay(true);
             let acceptor = acceptor.clone();
@@ -408,7 +455,13 @@ async fn serve_h2<S>(
                             remote_addr: remote,
                             transport: Transport::H2,
                         };
-                        let _ = tx.send(Ok(H2Conn { io, info })).await;
+                        let _ = tx
+                            .send(Ok(H2Conn {
+                                io,
+                                info,
+                                _slot: slot,
+                            }))
+                            .await;
                     }
                     Err(e) => warn!(%remote, "refusing tcp connection: {e}"),
                 }
