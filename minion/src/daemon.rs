@@ -201,7 +201,7 @@ pub async fn run_with(
         None => ctx,
     };
     let (ret_tx, ret_rx) = mpsc::unbounded_channel();
-    tokio::spawn(outbox(ret_rx, chan_rx.clone(), cfg.clone()));
+    tokio::spawn(outbox(ret_rx, chan_rx.clone(), cfg.clone(), jobs.clone()));
     if let Some(addr) = cfg.health {
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
             anyhow::anyhow!(
@@ -352,11 +352,13 @@ pub async fn run_with(
                         "cannot subscribe at {}: {} ({})",
                         master,
                         status.message(),
-                        saltq_transport::client::classify_text(&format!(
-                            "{status:?} {:?}",
-                            phase.channel().and_then(Channel::close_reason)
-                        ))
-                        .describe()
+                        phase
+                            .channel()
+                            .map_or_else(
+                                || saltq_transport::client::classify(&status),
+                                |ch| ch.classify_status(&status)
+                            )
+                            .describe()
                     ),
                 }
                 let key = matches!(input, Input::KeyRefused(_));
@@ -785,7 +787,9 @@ fn start_job(
             // Keyed by function, the whole is nested whatever each function asked for.
             (Value::Object(rets), retcode, success, None)
         };
-        task_jobs.finish(&load.jid);
+        // Still named by find_job until the master acknowledges the return (the outbox says
+        // so), and marked before the return is queued: no find_job answer can overtake it.
+        task_jobs.returned(&load.jid);
         let mut req = pb::ReturnRequest {
             jid: load.jid.clone(),
             fun: load.fun.clone(),
@@ -961,11 +965,13 @@ where
     }
 }
 
-/// Sends returns in order, re-sending each until the master acknowledges it, across reconnects.
+/// Sends returns in order, re-sending each until the master acknowledges it, across reconnects;
+/// tells `jobs` when a return is done with, so find_job stops naming its job.
 async fn outbox(
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
     chan: watch::Receiver<Option<Channel>>,
     cfg: Arc<MinionConfig>,
+    jobs: Arc<Jobs>,
 ) {
     let mut backoff = Backoff::new(RESEND_FIRST, RESEND_MAX, true);
     while let Some(out) = rx.recv().await {
@@ -989,8 +995,12 @@ async fn outbox(
             }
         };
         match deliver(&req.jid, &mut backoff, rand::random::<f64>, attempt).await {
-            Attempt::Acked => run_returners(&cfg, out),
+            Attempt::Acked => {
+                jobs.acknowledged(&out.req.jid);
+                run_returners(&cfg, out);
+            }
             Attempt::Refused(why) => {
+                jobs.acknowledged(&out.req.jid);
                 tracing::error!(jid = %out.req.jid, "master refused the return: {why}");
             }
             Attempt::Closed => return,

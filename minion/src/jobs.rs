@@ -1,4 +1,6 @@
-//! The minion's running jobs: what `saltutil.running` lists and `kill_job` stops, and the
+//! The minion's running jobs: what `saltutil.running` lists and `kill_job` stops, the jobs
+//! whose return waits in the outbox for the master's acknowledgement (still "running" to
+//! `saltutil.find_job`, so the master does not give up on a job that finished), and the
 //! recently seen jids (Salt keeps the last 100) so a job published twice runs once.
 
 use std::collections::{HashMap, VecDeque};
@@ -22,6 +24,10 @@ struct Running {
     info: Value,
     processes: ProcessGroups,
     abort: Option<AbortHandle>,
+    /// The function returned and its return waits in the outbox: no longer listed by
+    /// `saltutil.running` nor signalled, but still named by `saltutil.find_job` until the
+    /// master acknowledges the return.
+    unsent: bool,
 }
 
 /// The table of running jobs.
@@ -65,6 +71,7 @@ impl Jobs {
                 info,
                 processes,
                 abort: None,
+                unsent: false,
             },
         );
     }
@@ -77,12 +84,24 @@ impl Jobs {
         }
     }
 
-    /// Removes a finished job.
-    pub fn finish(&self, jid: &str) {
-        self.running
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(jid);
+    /// The job's function returned and its return is about to go to the outbox: the job stops
+    /// running, but `saltutil.find_job` names it until [`Jobs::acknowledged`], so the master
+    /// waits for a return that is on its way rather than report `[No response]`. Call it
+    /// before handing the return to the outbox, so no find_job answer can pass it.
+    pub fn returned(&self, jid: &str) {
+        let mut r = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(job) = r.get_mut(jid) {
+            job.unsent = true;
+            job.abort = None;
+        }
+    }
+
+    /// The master acknowledged the job's return (or refused it for good): the job is gone.
+    pub fn acknowledged(&self, jid: &str) {
+        let mut r = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if r.get(jid).is_some_and(|j| j.unsent) {
+            r.remove(jid);
+        }
     }
 }
 
@@ -91,7 +110,7 @@ impl Jobs {
     pub fn kill_all(&self) -> usize {
         let jobs: Vec<Running> = {
             let mut r = self.running.lock().unwrap_or_else(|e| e.into_inner());
-            r.drain().map(|(_, j)| j).collect()
+            r.drain().map(|(_, j)| j).filter(|j| !j.unsent).collect()
         };
         for job in &jobs {
             job.processes.signal(libc::SIGKILL);
@@ -106,19 +125,33 @@ impl Jobs {
 impl JobControl for Jobs {
     fn running(&self) -> Vec<Value> {
         let r = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        r.values().map(|j| j.info.clone()).collect()
+        r.values()
+            .filter(|j| !j.unsent)
+            .map(|j| j.info.clone())
+            .collect()
+    }
+
+    fn find_job(&self, jid: &str) -> Value {
+        let r = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        r.get(jid)
+            .map(|j| j.info.clone())
+            .unwrap_or_else(|| json!({}))
     }
 
     fn signal_job(&self, jid: &str, signal: i32) -> Value {
         let job = {
             let mut r = self.running.lock().unwrap_or_else(|e| e.into_inner());
-            if signal == libc::SIGKILL || signal == libc::SIGTERM {
+            if r.get(jid).is_some_and(|j| j.unsent) {
+                // Nothing runs any more: its return only waits to be sent.
+                None
+            } else if signal == libc::SIGKILL || signal == libc::SIGTERM {
                 r.remove(jid)
             } else {
                 r.get(jid).map(|j| Running {
                     info: j.info.clone(),
                     processes: j.processes.clone(),
                     abort: None,
+                    unsent: false,
                 })
             }
         };
@@ -161,5 +194,42 @@ mod tests {
         }
         // "1" fell out of the window of 100.
         assert!(jobs.first_sighting("1"));
+    }
+
+    /// A job whose return waits in the outbox is still found by `saltutil.find_job` (so the
+    /// master's tracker hears "running" and waits, instead of `[No response]`), though
+    /// `saltutil.running` no longer lists it and nothing is left to signal; the master's
+    /// acknowledgement ends it.
+    #[test]
+    fn a_return_waiting_in_the_outbox_counts_for_find_job() {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let jobs = Jobs::new(tx);
+        let jid = "20261207120000000001";
+        let info = json!({"jid": jid, "fun": "test.sleep", "pid": 1});
+        jobs.start(jid, info.clone(), ProcessGroups::default());
+        assert_eq!(jobs.find_job(jid), info);
+        jobs.returned(jid);
+        assert_eq!(
+            jobs.find_job(jid),
+            info,
+            "the return is not acknowledged yet"
+        );
+        assert_eq!(jobs.running(), Vec::<Value>::new());
+        assert_eq!(jobs.signal_job(jid, libc::SIGTERM), json!(""));
+        assert_eq!(
+            jobs.find_job(jid),
+            info,
+            "a signal does not drop an unsent return"
+        );
+        assert_eq!(jobs.kill_all(), 0, "nothing runs");
+        jobs.start(jid, info.clone(), ProcessGroups::default());
+        jobs.returned(jid);
+        jobs.acknowledged(jid);
+        assert_eq!(jobs.find_job(jid), json!({}));
+        // An acknowledgement for a job still running (a jid seen again) leaves it alone.
+        jobs.start(jid, info.clone(), ProcessGroups::default());
+        jobs.acknowledged(jid);
+        assert_eq!(jobs.find_job(jid), info);
+        assert_eq!(jobs.running(), vec![info]);
     }
 }

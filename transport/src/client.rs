@@ -216,90 +216,337 @@ pub struct ConnectError {
     pub detail: String,
 }
 
-/// Classifies an error from a dial or a first request by walking its chain.
+/// The QUIC application close code with which the master turns a connection away because it
+/// cannot use the client's certificate (after the handshake, `h3.rs`): a client reads it as
+/// [`FailureKind::CertificateRejected`], whatever the reason text says.
+pub const CLOSE_CERTIFICATE_REJECTED: u32 = 1;
+
+/// Classifies an error from a dial or a request by the types in its chain — quinn's connection
+/// errors and their codes, rustls's errors and alerts, h3's errors, `io::ErrorKind`s, tonic's
+/// timeouts and statuses — never by message text, so a rewording in a dependency changes no
+/// decision. Where the chain names several classes the most telling one wins (a certificate
+/// problem over a refusal over a timeout).
 pub fn classify(err: &(dyn std::error::Error + 'static)) -> FailureKind {
-    let mut text = String::new();
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(err);
-    while let Some(e) = cur {
-        text.push_str(&format!("{e} {e:?} "));
-        cur = e.source();
-    }
-    classify_text(&text)
+    let mut found = Vec::new();
+    visit(err, &mut found, 0);
+    most_telling(found)
 }
 
-/// Classifies an error from its text (also used for tonic statuses, which keep only text).
-///
-/// A certificate problem reported by the peer (quinn's "aborted by peer", rustls's "received
-/// fatal alert") means the master refused our certificate; one found locally means we do not
-/// trust the master's.
-pub fn classify_text(text: &str) -> FailureKind {
-    let t = text.to_ascii_lowercase();
-    let has = |s: &str| t.contains(s);
-    let remote = has("aborted by peer")
-        || has("received fatal alert")
-        || has("no usable client certificate");
-    let cert = has("certificate")
-        || has("unknownissuer")
-        || has("unknownca")
-        || has("unknown ca")
-        || has("notvalidforname")
-        || has("decrypterror")
-        || has("master_finger");
-    if cert && remote {
-        return FailureKind::CertificateRejected;
+/// The class that says most of those found, [`FailureKind::Other`] if none.
+fn most_telling(found: Vec<FailureKind>) -> FailureKind {
+    let rank = |k: &FailureKind| match k {
+        FailureKind::CertificateRejected => 6,
+        FailureKind::ServerNotTrusted => 5,
+        FailureKind::Busy => 4,
+        FailureKind::Refused => 3,
+        FailureKind::TimedOut => 2,
+        FailureKind::Resolve => 1,
+        FailureKind::Other => 0,
+    };
+    found
+        .into_iter()
+        .max_by_key(rank)
+        .unwrap_or(FailureKind::Other)
+}
+
+/// Walks `err` and its `source()` chain, and the errors some types hold without giving them as
+/// a source (an `io::Error`'s inner error, h3's wrapped quinn error); bounded in depth.
+fn visit(err: &(dyn std::error::Error + 'static), found: &mut Vec<FailureKind>, depth: usize) {
+    let mut cur = Some(err);
+    let mut depth = depth;
+    while let Some(e) = cur {
+        depth += 1;
+        if depth > 32 {
+            return;
+        }
+        if let Some(e) = e.downcast_ref::<quinn::ConnectionError>() {
+            found.extend(quic_kind(e));
+        } else if let Some(e) = e.downcast_ref::<rustls::Error>() {
+            found.extend(tls_kind(e));
+        } else if let Some(e) = e.downcast_ref::<std::io::Error>() {
+            match e.kind() {
+                std::io::ErrorKind::ConnectionRefused => found.push(FailureKind::Refused),
+                std::io::ErrorKind::TimedOut => found.push(FailureKind::TimedOut),
+                _ => {}
+            }
+            // `io::Error::source` skips the error it wraps (tokio-rustls's rustls::Error).
+            if let Some(inner) = e.get_ref() {
+                visit(inner, found, depth);
+            }
+        } else if let Some(e) = e.downcast_ref::<h3::error::ConnectionError>() {
+            h3_connection(e, found, depth);
+        } else if let Some(e) = e.downcast_ref::<h3::error::StreamError>() {
+            match e {
+                h3::error::StreamError::ConnectionError { 0: c, .. } => {
+                    h3_connection(c, found, depth)
+                }
+                h3::error::StreamError::Undefined { 0: inner, .. } => {
+                    visit(inner.as_ref(), found, depth)
+                }
+                _ => {}
+            }
+        } else if e.is::<tonic::TimeoutExpired>() {
+            found.push(FailureKind::TimedOut);
+        } else if let Some(s) = e.downcast_ref::<tonic::Status>()
+            && s.code() == tonic::Code::DeadlineExceeded
+        {
+            found.push(FailureKind::TimedOut);
+        }
+        cur = e.source();
     }
-    if cert {
-        return FailureKind::ServerNotTrusted;
+}
+
+/// An h3 connection error: a timeout, the master's application close code, or the quinn error
+/// it wraps.
+fn h3_connection(e: &h3::error::ConnectionError, found: &mut Vec<FailureKind>, depth: usize) {
+    use h3::quic::ConnectionErrorIncoming as Incoming;
+    match e {
+        h3::error::ConnectionError::Timeout { .. } => found.push(FailureKind::TimedOut),
+        h3::error::ConnectionError::Remote {
+            0: Incoming::Timeout,
+            ..
+        } => found.push(FailureKind::TimedOut),
+        h3::error::ConnectionError::Remote {
+            0: Incoming::ApplicationClose { error_code },
+            ..
+        } if *error_code == u64::from(CLOSE_CERTIFICATE_REJECTED) => {
+            found.push(FailureKind::CertificateRejected)
+        }
+        h3::error::ConnectionError::Remote {
+            0: Incoming::Undefined(inner),
+            ..
+        } => visit(inner.as_ref(), found, depth),
+        _ => {}
     }
-    // QUIC's CONNECTION_REFUSED: the master's admission control, not a closed port.
-    if has("connection_refused") || has("refused to accept a new connection") {
-        return FailureKind::Busy;
+}
+
+/// A QUIC connection error. A TLS alert travels as a transport error with the crypto code
+/// `0x100 + alert`: sent by the master (`ConnectionClosed`), it judged our certificate; raised
+/// here (`TransportError`), we judged the master's.
+fn quic_kind(e: &quinn::ConnectionError) -> Option<FailureKind> {
+    match e {
+        quinn::ConnectionError::TimedOut => Some(FailureKind::TimedOut),
+        quinn::ConnectionError::ConnectionClosed(close) => {
+            if close.error_code == quinn::TransportErrorCode::CONNECTION_REFUSED {
+                // The master's admission control, not a closed port.
+                Some(FailureKind::Busy)
+            } else {
+                crypto_alert(close.error_code)
+                    .filter(is_certificate_alert)
+                    .map(|_| FailureKind::CertificateRejected)
+            }
+        }
+        quinn::ConnectionError::TransportError(t) => crypto_alert(t.code)
+            .filter(is_certificate_alert)
+            .map(|_| FailureKind::ServerNotTrusted),
+        quinn::ConnectionError::ApplicationClosed(close)
+            if close.error_code == quinn::VarInt::from(CLOSE_CERTIFICATE_REJECTED) =>
+        {
+            Some(FailureKind::CertificateRejected)
+        }
+        _ => None,
     }
-    if has("connection refused") || has("connectionrefused") {
-        return FailureKind::Refused;
+}
+
+/// The TLS alert a QUIC crypto error code carries (RFC 9001 §4.8: `0x100 + alert`).
+fn crypto_alert(code: quinn::TransportErrorCode) -> Option<rustls::AlertDescription> {
+    let code = u64::from(code);
+    (0x100..=0x1ff)
+        .contains(&code)
+        .then(|| rustls::AlertDescription::from((code - 0x100) as u8))
+}
+
+/// Whether a TLS alert is about a certificate (the one sent or the one received).
+fn is_certificate_alert(alert: &rustls::AlertDescription) -> bool {
+    use rustls::AlertDescription as A;
+    matches!(
+        alert,
+        A::BadCertificate
+            | A::UnsupportedCertificate
+            | A::CertificateRevoked
+            | A::CertificateExpired
+            | A::CertificateUnknown
+            | A::UnknownCA
+            | A::AccessDenied
+            | A::DecryptError
+            | A::CertificateRequired
+            | A::BadCertificateStatusResponse
+    )
+}
+
+/// A TLS error on the TCP transport: our verdict on the master's certificate, or the master's
+/// alert about ours.
+fn tls_kind(e: &rustls::Error) -> Option<FailureKind> {
+    match e {
+        rustls::Error::InvalidCertificate(_) => Some(FailureKind::ServerNotTrusted),
+        rustls::Error::AlertReceived(alert) if is_certificate_alert(alert) => {
+            Some(FailureKind::CertificateRejected)
+        }
+        _ => None,
     }
-    if has("timed out") || has("timedout") || has("timeout") {
-        return FailureKind::TimedOut;
-    }
-    if has("failed to lookup") || has("name or service not known") || has("no address") {
-        return FailureKind::Resolve;
-    }
-    FailureKind::Other
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
+    use rustls::AlertDescription;
+
+    fn closed_by_master(code: quinn::TransportErrorCode) -> quinn::ConnectionError {
+        quinn::ConnectionError::ConnectionClosed(quinn::ConnectionClose {
+            error_code: code,
+            frame_type: None,
+            reason: Bytes::from_static(b"whatever the master says"),
+        })
+    }
+
+    fn raised_here(code: quinn::TransportErrorCode) -> quinn::ConnectionError {
+        quinn::ConnectionError::TransportError(quinn_proto::TransportError {
+            code,
+            frame: None,
+            reason: "whatever rustls says".into(),
+        })
+    }
+
+    fn alert(a: AlertDescription) -> quinn::TransportErrorCode {
+        quinn::TransportErrorCode::crypto(u8::from(a))
+    }
+
+    /// A real refused TCP connection on loopback: a port that was just bound and let go.
+    fn refused() -> std::io::Error {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let addr = listener.local_addr().expect("local addr");
+        drop(listener);
+        std::net::TcpStream::connect(addr).expect_err("nothing listens there")
+    }
 
     #[test]
-    fn classification() {
-        let c = classify_text;
-        assert_eq!(
-            c(
-                "aborted by peer: the cryptographic handshake failed: error 48: invalid peer certificate: UnknownIssuer"
-            ),
-            FailureKind::CertificateRejected
+    fn a_certificate_alert_from_the_master_is_a_rejection() {
+        for a in [
+            AlertDescription::UnknownCA,
+            AlertDescription::BadCertificate,
+            AlertDescription::CertificateRequired,
+            AlertDescription::CertificateExpired,
+        ] {
+            assert_eq!(
+                classify(&closed_by_master(alert(a))),
+                FailureKind::CertificateRejected,
+                "{a:?}"
+            );
+        }
+        // The master's own close after the handshake, by its code alone.
+        let app = quinn::ConnectionError::ApplicationClosed(quinn::ApplicationClose {
+            error_code: CLOSE_CERTIFICATE_REJECTED.into(),
+            reason: Bytes::from_static(b"any words"),
+        });
+        assert_eq!(classify(&app), FailureKind::CertificateRejected);
+        // Over TCP: rustls's alert inside tokio-rustls's io::Error.
+        let tcp = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            rustls::Error::AlertReceived(AlertDescription::CertificateRequired),
         );
+        assert_eq!(classify(&tcp), FailureKind::CertificateRejected);
+    }
+
+    #[test]
+    fn a_certificate_we_refuse_is_not_trusted() {
         assert_eq!(
-            c("received fatal alert: CertificateRequired"),
-            FailureKind::CertificateRejected
-        );
-        assert_eq!(
-            c(
-                "the cryptographic handshake failed: error 42: invalid peer certificate: UnknownIssuer"
-            ),
+            classify(&raised_here(alert(AlertDescription::UnknownCA))),
             FailureKind::ServerNotTrusted
         );
+        // What rustls sends for a verifier's own reason (CertificateError::Other).
         assert_eq!(
-            c("invalid peer certificate: NotValidForName"),
+            classify(&raised_here(alert(AlertDescription::CertificateUnknown))),
             FailureKind::ServerNotTrusted
         );
-        assert_eq!(c("Connection refused (os error 111)"), FailureKind::Refused);
+        let tcp = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName),
+        );
+        assert_eq!(classify(&tcp), FailureKind::ServerNotTrusted);
+    }
+
+    #[test]
+    fn quic_connection_refused_is_busy() {
         assert_eq!(
-            c("no answer within 5s (quic handshake)"),
+            classify(&closed_by_master(
+                quinn::TransportErrorCode::CONNECTION_REFUSED
+            )),
+            FailureKind::Busy
+        );
+    }
+
+    #[test]
+    fn a_closed_tcp_port_is_refused_through_tonic() {
+        let io = refused();
+        assert_eq!(io.kind(), std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(classify(&io), FailureKind::Refused);
+        // As tonic hands it back: a status whose source is the connector's error.
+        let status = tonic::Status::from_error(Box::new(tonic::ConnectError(Box::new(refused()))));
+        assert_eq!(classify(&status), FailureKind::Refused);
+    }
+
+    #[test]
+    fn timeouts_are_timeouts() {
+        assert_eq!(
+            classify(&quinn::ConnectionError::TimedOut),
+            FailureKind::TimedOut
+        );
+        assert_eq!(
+            classify(&std::io::Error::from(std::io::ErrorKind::TimedOut)),
+            FailureKind::TimedOut
+        );
+        let status = tonic::Status::from_error(Box::new(tonic::TimeoutExpired(())));
+        assert_eq!(classify(&status), FailureKind::TimedOut);
+        assert_eq!(
+            classify(&tonic::Status::deadline_exceeded("slow")),
+            FailureKind::TimedOut
+        );
+    }
+
+    #[test]
+    fn words_alone_classify_nothing() {
+        // The texts the old classifier looked for, with no type behind them.
+        for text in [
+            "received fatal alert: CertificateRequired",
+            "invalid peer certificate: UnknownIssuer",
+            "Connection refused (os error 111)",
+            "the server refused to accept a new connection",
+            "operation timed out",
+        ] {
+            assert_eq!(
+                classify(&tonic::Status::unavailable(text)),
+                FailureKind::Other,
+                "{text}"
+            );
+            assert_eq!(
+                classify(&std::io::Error::other(text)),
+                FailureKind::Other,
+                "{text}"
+            );
+        }
+        // A non-certificate alert, a stateless reset, a connection we closed ourselves.
+        assert_eq!(
+            classify(&closed_by_master(alert(AlertDescription::HandshakeFailure))),
             FailureKind::Other
         );
-        assert_eq!(c("operation timed out"), FailureKind::TimedOut);
+        assert_eq!(classify(&quinn::ConnectionError::Reset), FailureKind::Other);
+        assert_eq!(
+            classify(&quinn::ConnectionError::LocallyClosed),
+            FailureKind::Other
+        );
+    }
+
+    #[test]
+    fn the_most_telling_class_wins() {
+        // A refused port wrapped with a certificate alert: the certificate says more.
+        let chain = tonic::Status::from_error(Box::new(tonic::ConnectError(Box::new(
+            std::io::Error::new(
+                std::io::ErrorKind::ConnectionRefused,
+                rustls::Error::AlertReceived(AlertDescription::UnknownCA),
+            ),
+        ))));
+        assert_eq!(classify(&chain), FailureKind::CertificateRejected);
     }
 }
 
@@ -328,29 +575,33 @@ impl Channel {
         self.transport
     }
 
-    /// Why the underlying connection closed, if it did.
-    pub fn close_reason(&self) -> Option<String> {
+    /// The error the underlying QUIC connection closed with, if it did.
+    pub fn close_error(&self) -> Option<quinn::ConnectionError> {
         match &self.inner {
-            Inner::Quic(c) => c.connection().close_reason().map(|r| format!("{r} {r:?}")),
+            Inner::Quic(c) => c.connection().close_reason(),
             Inner::H2(_) => None,
         }
     }
 
+    /// Classifies a failed request by its types: the status and its sources (tonic keeps the
+    /// transport's error, e.g. the TLS alert, as the status's source), and the error the QUIC
+    /// connection closed with (an h3 request may fail before the close is known to it).
+    pub fn classify_status(&self, status: &tonic::Status) -> FailureKind {
+        let mut found = vec![classify(status)];
+        if let Some(closed) = self.close_error() {
+            found.push(classify(&closed));
+        }
+        most_telling(found)
+    }
+
     /// Describes a failed request the way a failed dial is described: address, transport, why.
     pub fn failure(&self, status: &tonic::Status) -> ConnectError {
-        // tonic keeps the transport's error (e.g. the TLS alert) as the status's source.
         let mut chain = Vec::new();
         let mut cur: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
         while let Some(e) = cur {
             chain.push(e.to_string());
             cur = e.source();
         }
-        let reason = self.close_reason().unwrap_or_default();
-        let text = format!(
-            "{} {} {reason} {status:?}",
-            status.message(),
-            chain.join(": ")
-        );
         let detail = match chain.last() {
             Some(root) => format!("{}: {root}", status.message()),
             None => status.message().to_owned(),
@@ -358,7 +609,7 @@ impl Channel {
         ConnectError {
             address: self.address.to_string(),
             transport: self.transport.as_str(),
-            kind: classify_text(&text),
+            kind: self.classify_status(status),
             detail,
         }
     }

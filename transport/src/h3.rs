@@ -197,7 +197,10 @@ pub(crate) async fn serve_connection<S>(
         Ok(p) => p,
         Err(e) => {
             warn!(%remote, "refusing quic connection: {e}");
-            conn.close(1u32.into(), b"no usable client certificate");
+            conn.close(
+                crate::client::CLOSE_CERTIFICATE_REJECTED.into(),
+                b"no usable client certificate",
+            );
             return;
         }
     };

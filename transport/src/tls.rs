@@ -600,6 +600,24 @@ pub fn client_config(
     Ok(cfg)
 }
 
+/// Why the first-use verifier refused the master's certificate; shown as the bare sentence,
+/// since rustls prints a certificate error's `Debug`.
+struct FirstUseRefusal(String);
+
+impl std::fmt::Debug for FirstUseRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::fmt::Display for FirstUseRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for FirstUseRefusal {}
+
 /// Trust on first use: the master's chain must end in a CA that signed its leaf for the name we
 /// dialled; that CA is then pinned by the caller.
 #[derive(Debug)]
@@ -617,7 +635,13 @@ impl ServerCertVerifier for FirstUseVerifier {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        let bad = |msg: &str| rustls::Error::General(msg.to_owned());
+        // A certificate error (not `General`), so rustls sends a certificate alert and the
+        // client classifies it by type (`client::classify`).
+        let bad = |msg: &str| {
+            rustls::Error::InvalidCertificate(rustls::CertificateError::Other(rustls::OtherError(
+                Arc::new(FirstUseRefusal(msg.to_owned())),
+            )))
+        };
         let ca = intermediates
             .last()
             .ok_or_else(|| bad("the master sent no CA certificate to pin"))?;
