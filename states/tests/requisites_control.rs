@@ -78,6 +78,33 @@ async fn pause_holds_the_run_until_resumed() {
     assert_eq!(ret.len(), 2);
 }
 
+/// On a paused clock: a paused run stays paused however long, and `resume` wakes it at
+/// once, with no timer firing in between (the run waits on the control itself rather than
+/// looking again every so often).
+#[tokio::test(start_paused = true)]
+async fn resume_wakes_a_paused_run_without_a_timer() {
+    let control = RunControl::default();
+    control.pause();
+    let opts = RunOptions {
+        control: control.clone(),
+        ..RunOptions::default()
+    };
+    let task =
+        tokio::spawn(async move { run(vec![chunk("a", "nop", json!({}))], &ctx(), &opts).await });
+    // An odd span, so that no periodic timer of the run's happens to end with it.
+    tokio::time::sleep(Duration::from_millis(60_050)).await;
+    assert!(!task.is_finished(), "a paused run went on");
+    let resumed_at = tokio::time::Instant::now();
+    control.resume();
+    let ret = task.await.expect("no panic");
+    assert_eq!(ret.len(), 1);
+    assert_eq!(
+        tokio::time::Instant::now(),
+        resumed_at,
+        "the run needed a timer to notice the resume"
+    );
+}
+
 #[tokio::test]
 async fn state_events_and_fire_event_tags() {
     let events = Arc::new(Events::default());

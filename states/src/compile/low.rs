@@ -4,23 +4,7 @@
 use saltq_semantics::python::{fnmatch, str as py_str};
 use serde_json::{Map, Value, json};
 
-/// The requisites whose lists `extend` adds to rather than replaces
-/// (`STATE_REQUISITE_KEYWORDS`).
-pub const REQUISITE_KEYWORDS: &[&str] = &[
-    "onchanges",
-    "onchanges_any",
-    "onfail",
-    "onfail_any",
-    "onfail_all",
-    "onfail_stop",
-    "prereq",
-    "prerequired",
-    "watch",
-    "watch_any",
-    "require",
-    "require_any",
-    "listen",
-];
+use crate::run::requisite::Requisite;
 
 /// The first key of a one-key argument dict.
 fn first_key(v: &Value) -> Option<&str> {
@@ -188,7 +172,8 @@ pub fn reconcile_extend(high: &mut Map<String, Value>, strict: bool) -> Vec<Stri
                         let argfirst = first_key(&arg).unwrap_or_default().to_owned();
                         let valfirst = first_key(slot).unwrap_or_default().to_owned();
                         if argfirst == valfirst {
-                            if REQUISITE_KEYWORDS.contains(&argfirst.as_str()) {
+                            // `extend` adds to a requisite's list rather than replacing it.
+                            if Requisite::is_state_keyword(&argfirst) {
                                 let add = arg.get(&argfirst).cloned();
                                 if let (Some(Value::Array(dest)), Some(add)) =
                                     (slot.get_mut(&argfirst), add)
@@ -439,19 +424,9 @@ fn extend_arg(extend: &mut Map<String, Value>, id: &str, state: &str, arg: Value
 /// `requisite_in`: the `_in` requisites, `use` and `prereq` turned into extensions of the
 /// states they name, then reconciled (strictly).
 pub fn requisite_in(high: &mut Map<String, Value>, disabled: &[String]) -> Vec<String> {
-    const REQ_IN: &[&str] = &[
-        "require_in",
-        "watch_in",
-        "onfail_in",
-        "onchanges_in",
-        "use",
-        "use_in",
-        "prereq",
-        "prereq_in",
-    ];
     const REQ_IN_ALL_EXTRA: &[&str] = &["require", "watch", "onfail", "onfail_stop", "onchanges"];
     let ignored = |k: &str, own: &[String]| {
-        REQ_IN.contains(&k) || REQ_IN_ALL_EXTRA.contains(&k) || own.iter().any(|o| o == k)
+        Requisite::is_req_in(k) || REQ_IN_ALL_EXTRA.contains(&k) || own.iter().any(|o| o == k)
     };
     let mut extend: Map<String, Value> = Map::new();
     let mut errors = Vec::new();
@@ -468,7 +443,7 @@ pub fn requisite_in(high: &mut Map<String, Value>, disabled: &[String]) -> Vec<S
                 let Some(key) = am.keys().next() else {
                     continue;
                 };
-                if !REQ_IN.contains(&key.as_str()) || disabled.iter().any(|d| d == key) {
+                if !Requisite::is_req_in(key) || disabled.iter().any(|d| d == key) {
                     continue;
                 }
                 let rkey = key.split('_').next().unwrap_or(key);

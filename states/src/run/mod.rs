@@ -30,6 +30,7 @@
 //! the state functions and the `onlyif`/`unless` commands touch the system.
 
 mod checks;
+pub mod requisite;
 mod retcode;
 mod runner;
 mod slots;

@@ -3,6 +3,7 @@
 //! compile errors, 2 when a state failed (unless an `onfail` handler with
 //! `onfail_stop: False` took care of it and succeeded).
 
+use super::requisite::Requisite;
 use serde_json::{Map, Value};
 
 /// Salt's `EX_STATE_COMPILER_ERROR`.
@@ -103,7 +104,7 @@ fn check_onfail(
             };
             let mut handled = false;
             for fdata in fchunk.iter().filter(|d| d.is_object()) {
-                handled = fdata.get("onfail_stop") == Some(&Value::Bool(false));
+                handled = fdata.get(Requisite::OnfailStop.name()) == Some(&Value::Bool(false));
                 if handled {
                     break;
                 }
@@ -112,7 +113,7 @@ fn check_onfail(
                 continue;
             }
             for fdata in fchunk {
-                let Some(Value::Array(reqs)) = fdata.get("onfail") else {
+                let Some(Value::Array(reqs)) = fdata.get(Requisite::Onfail.name()) else {
                     continue;
                 };
                 for req in reqs {

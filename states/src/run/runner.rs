@@ -4,40 +4,23 @@
 use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use saltq_exec::CallContext;
 use saltq_semantics::python::{fnmatch, str as py_str};
 use serde_json::{Map, Value, json};
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::checks::{run_check, run_check_cmd};
+use super::requisite::{self, Direction, Outcome, ReqStatus, Requisite};
 use crate::compile::high_to_low;
 use crate::modules::{self, StateCall};
 
-/// The keys the runner keeps for itself (`STATE_INTERNAL_KEYWORDS`): never passed to a
-/// state function.
-const INTERNAL: &[&str] = &[
-    "onchanges",
-    "onchanges_any",
-    "onfail",
-    "onfail_any",
-    "onfail_all",
-    "onfail_stop",
-    "prereq",
-    "prerequired",
-    "watch",
-    "watch_any",
-    "require",
-    "require_any",
-    "listen",
-    "onchanges_in",
-    "onfail_in",
-    "prereq_in",
-    "watch_in",
-    "require_in",
-    "listen_in",
+/// The keys the runner keeps for itself besides the requisites (`STATE_RUNTIME_KEYWORDS`):
+/// never passed to a state function.
+const RUNTIME: &[&str] = &[
     "fun",
     "state",
     "check_cmd",
@@ -57,8 +40,6 @@ const INTERNAL: &[&str] = &[
     "fire_event",
     "saltenv",
     "umask",
-    "use",
-    "use_in",
     "__env__",
     "__sls__",
     "__id__",
@@ -75,20 +56,6 @@ const INTERNAL: &[&str] = &[
     "__prereq__",
     "__prerequired__",
     "__umask__",
-];
-
-/// The requisites `check_requisite` looks at, in Salt's order.
-const REQ_STATES: &[&str] = &[
-    "require",
-    "require_any",
-    "watch",
-    "watch_any",
-    "prereq",
-    "onfail",
-    "onfail_any",
-    "onfail_all",
-    "onchanges",
-    "onchanges_any",
 ];
 
 /// How a run goes.
@@ -113,9 +80,18 @@ pub struct RunOptions {
 }
 
 /// What the engine asks of a running run, checked before each chunk (`state.pause`,
-/// `state.resume`, `state.soft_kill`).
+/// `state.resume`, `state.soft_kill`). A paused run waits on the control's notification,
+/// which `resume` and `soft_kill` send.
 #[derive(Debug, Clone, Default)]
-pub struct RunControl(Arc<(Mutex<ControlState>, Condvar)>);
+pub struct RunControl(Arc<Control>);
+
+/// The shared part of a [`RunControl`].
+#[derive(Debug, Default)]
+struct Control {
+    state: Mutex<ControlState>,
+    /// Woken on every change, so a paused run goes on as soon as it may.
+    changed: Notify,
+}
 
 #[derive(Debug, Default)]
 struct ControlState {
@@ -126,22 +102,35 @@ struct ControlState {
     pause_file: Option<std::path::PathBuf>,
 }
 
+/// What a run does before a state, as [`RunControl::check`] decides it.
+enum Gate {
+    /// Run the state.
+    Go,
+    /// Stop the run.
+    Stop,
+    /// Wait for the control to change (paused through [`RunControl::pause`]).
+    Wait,
+    /// Wait for the control to change or a second to pass, then read the pause file again.
+    Poll,
+}
+
 impl RunControl {
     /// Holds the run before its next chunk until [`RunControl::resume`].
     pub fn pause(&self) {
         self.lock().paused = true;
+        self.0.changed.notify_waiters();
     }
 
     /// Lets a paused run go on.
     pub fn resume(&self) {
         self.lock().paused = false;
-        self.0.1.notify_all();
+        self.0.changed.notify_waiters();
     }
 
     /// Stops the run before its next chunk (`state.soft_kill`); what ran is returned.
     pub fn soft_kill(&self) {
         self.lock().killed = true;
-        self.0.1.notify_all();
+        self.0.changed.notify_waiters();
     }
 
     /// Also obeys the job's pause file at `path` (see [`crate::engine::pause`]).
@@ -151,40 +140,52 @@ impl RunControl {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, ControlState> {
-        self.0.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.0.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The gate before the state `id`, `waited` seconds after the run first stopped there.
+    fn gate(&self, id: &str, waited: f64) -> Gate {
+        use crate::engine::pause::{Action, decide, read};
+        let st = self.lock();
+        if st.killed {
+            return Gate::Stop;
+        }
+        if st.paused {
+            return Gate::Wait;
+        }
+        match st.pause_file.as_deref().map(|p| decide(&read(p), id)) {
+            None | Some(Action::Run) => Gate::Go,
+            Some(Action::Kill) => Gate::Stop,
+            Some(Action::Wait(Some(d))) if waited > d => Gate::Go,
+            Some(Action::Wait(_)) => Gate::Poll,
+        }
     }
 
     /// `check_pause` before the state `id`: waits while paused; true when the run must stop.
     /// The pause file is read once a second, as Salt reads it; a pause with a duration ends
     /// when that many seconds have passed.
     async fn check(&self, id: &str) -> bool {
-        use crate::engine::pause::{Action, decide, read};
-        let start = std::time::Instant::now();
+        let start = tokio::time::Instant::now();
         loop {
-            let file = {
-                let st = self.lock();
-                if st.killed {
-                    return true;
+            // Registered before the state is read, so a change in between is not missed.
+            let changed = self.0.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            match self.gate(id, start.elapsed().as_secs_f64()) {
+                Gate::Go => return false,
+                Gate::Stop => return true,
+                Gate::Wait => changed.await,
+                Gate::Poll => {
+                    let _ = tokio::time::timeout(Duration::from_secs(1), changed).await;
                 }
-                if st.paused {
-                    None
-                } else {
-                    match &st.pause_file {
-                        None => return false,
-                        Some(path) => Some(decide(&read(path), id)),
-                    }
-                }
-            };
-            let wait = match file {
-                None => Duration::from_millis(100),
-                Some(Action::Run) => return false,
-                Some(Action::Kill) => return true,
-                Some(Action::Wait(Some(d))) if start.elapsed().as_secs_f64() > d => return false,
-                Some(Action::Wait(_)) => Duration::from_secs(1),
-            };
-            tokio::time::sleep(wait).await;
+            }
         }
     }
+}
+
+/// Salt's `STATE_INTERNAL_KEYWORDS`: a requisite keyword or a runtime one.
+fn is_internal(key: &str) -> bool {
+    Requisite::parse(key).is_some() || RUNTIME.contains(&key)
 }
 
 /// Salt's tag of a chunk: `<state>_|-<id>_|-<name>_|-<fun>`.
@@ -331,6 +332,27 @@ fn trim_req(req: &Value) -> Option<(String, Value)> {
 }
 
 type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Each requisite of a chunk and the chunks (indices) it names.
+type ReqChunks = Vec<(Requisite, Vec<usize>)>;
+
+/// Per requisite, the `(kind, target)` entries that name no chunk.
+type Lost = Vec<(Requisite, Vec<(String, Value)>)>;
+
+/// Salt's comment for requisites that name no chunk.
+fn lost_comment(lost: &Lost) -> String {
+    let mut comment = String::from("The following requisites were not found:\n");
+    for (requisite, l) in lost {
+        if l.is_empty() {
+            continue;
+        }
+        comment += &format!("{}{}:\n", " ".repeat(19), requisite.name());
+        for (k, v) in l {
+            comment += &format!("{}{}: {}\n", " ".repeat(23), k, py_str(v));
+        }
+    }
+    comment
+}
 
 struct Runner {
     ctx: CallContext,
@@ -611,7 +633,11 @@ impl Runner {
     /// `mod_watch` (Salt does this on the chunk itself).
     fn watch_to_require(low: &mut Map<String, Value>) -> bool {
         let mut present = false;
-        for (watch, require) in [("watch", "require"), ("watch_any", "require_any")] {
+        for (watch, require) in [
+            (Requisite::Watch, Requisite::Require),
+            (Requisite::WatchAny, Requisite::RequireAny),
+        ] {
+            let (watch, require) = (watch.name(), require.name());
             if !low.contains_key(watch) {
                 continue;
             }
@@ -630,45 +656,68 @@ impl Runner {
         present
     }
 
-    /// `check_requisite`: the status and the chunks of each requisite.
-    async fn check_requisite(
-        &mut self,
-        idx: usize,
-        pre: bool,
-    ) -> (String, Vec<(String, Vec<usize>)>) {
+    /// `check_requisite`: the status and the chunks of each requisite. The chunks are
+    /// looked up and the parallel ones among them waited for; the status is the pure
+    /// [`requisite::status`] of what they left.
+    async fn check_requisite(&mut self, idx: usize, pre: bool) -> (ReqStatus, ReqChunks) {
+        let Some(reqs) = self.requisite_chunks(idx, pre) else {
+            return (ReqStatus::Unmet, Vec::new());
+        };
+        if reqs.is_empty() {
+            return (ReqStatus::Met, reqs);
+        }
+        let waited: Vec<String> = reqs
+            .iter()
+            .filter(|(r, _)| *r != Requisite::Prereq)
+            .flat_map(|(_, idxs)| idxs.iter().map(|i| tag_of(&self.chunks[*i])))
+            .collect();
+        self.reconcile_tags(&waited).await;
+        let outcomes: Vec<(Requisite, Vec<Option<Outcome>>)> = reqs
+            .iter()
+            .map(|(r, idxs)| {
+                let dict = if *r == Requisite::Prereq {
+                    &self.pre
+                } else {
+                    &self.running
+                };
+                let found = idxs
+                    .iter()
+                    .map(|i| {
+                        dict.get(&tag_of(&self.chunks[*i]))
+                            .and_then(Value::as_object)
+                            .map(Outcome::of)
+                    })
+                    .collect();
+                (*r, found)
+            })
+            .collect();
+        (requisite::status(&outcomes), reqs)
+    }
+
+    /// The chunks each requisite of the chunk at `idx` names, in `check_requisite`'s order
+    /// (`prerequired` too when `pre`); a disabled requisite names none. Empty when the chunk
+    /// has no requisite to check; `None` when one names no chunk at all (unmet).
+    fn requisite_chunks(&mut self, idx: usize, pre: bool) -> Option<ReqChunks> {
         let mut low = self.chunks[idx].clone();
-        let mut present = Self::watch_to_require(&mut low);
+        Self::watch_to_require(&mut low);
         self.chunks[idx] = low.clone();
-        for k in [
-            "require",
-            "require_any",
-            "prerequired",
-            "prereq",
-            "onfail",
-            "onfail_any",
-            "onfail_all",
-            "onchanges",
-            "onchanges_any",
-        ] {
-            if low.contains_key(k) {
-                present = true;
-            }
-        }
+        let mut kinds = Requisite::CHECKED.to_vec();
+        let present = kinds
+            .iter()
+            .chain([&Requisite::Prerequired])
+            .any(|r| low.contains_key(r.name()));
         if !present {
-            return ("met".into(), Vec::new());
+            return Some(Vec::new());
         }
-        let mut kinds: Vec<&str> = REQ_STATES.to_vec();
         if pre {
-            kinds.push("prerequired");
+            kinds.push(Requisite::Prerequired);
         }
-        let mut reqs: Vec<(String, Vec<usize>)> = Vec::new();
-        for r_state in kinds {
+        let mut reqs = Vec::new();
+        for r in kinds {
             let mut found_chunks = Vec::new();
-            if let Some(list) = low.get(r_state).filter(|v| !v.is_null()) {
-                if self.opts.disabled_requisites.iter().any(|d| d == r_state) {
-                    reqs.push((r_state.into(), found_chunks));
-                    continue;
-                }
+            if let Some(list) = low.get(r.name()).filter(|v| !v.is_null())
+                && !self.opts.disabled_requisites.iter().any(|d| d == r.name())
+            {
                 for req in list.as_array().cloned().unwrap_or_default() {
                     let Some((key, val)) = trim_req(&req) else {
                         continue;
@@ -678,101 +727,14 @@ impl Runner {
                     }
                     let found = self.find_reqs(&key, &val);
                     if found.is_empty() {
-                        return ("unmet".into(), Vec::new());
+                        return None;
                     }
                     found_chunks.extend(found);
                 }
             }
-            reqs.push((r_state.into(), found_chunks));
+            reqs.push((r, found_chunks));
         }
-        let mut fun_stats: HashSet<&str> = HashSet::new();
-        for (r_state, idxs) in &reqs {
-            let mut req_stats: HashSet<&str> = HashSet::new();
-            let use_pre = r_state.starts_with("prereq") && !r_state.starts_with("prerequired");
-            let tags: Vec<String> = idxs.iter().map(|i| tag_of(&self.chunks[*i])).collect();
-            if !use_pre {
-                self.reconcile_tags(&tags).await;
-            }
-            let run_dict = if use_pre { &self.pre } else { &self.running };
-            for tag in &tags {
-                let Some(r) = run_dict.get(tag) else {
-                    req_stats.insert("unmet");
-                    continue;
-                };
-                let result = r.get("result").cloned().unwrap_or(Value::Null);
-                let changed = r
-                    .get("changes")
-                    .is_some_and(saltq_semantics::python::truthy);
-                if r_state.starts_with("onfail") {
-                    if result == json!(true) {
-                        req_stats.insert("onfail");
-                        continue;
-                    }
-                } else if result == json!(false) {
-                    req_stats.insert("fail");
-                    continue;
-                }
-                if r_state.starts_with("onchanges") {
-                    req_stats.insert(if changed { "onchangesmet" } else { "onchanges" });
-                    continue;
-                }
-                if r_state.starts_with("watch") && changed {
-                    req_stats.insert("change");
-                    continue;
-                }
-                if r_state.starts_with("prereq")
-                    && result.is_null()
-                    && !r_state.starts_with("prerequired")
-                {
-                    req_stats.insert("premet");
-                }
-                if r_state.starts_with("prereq") && !result.is_null() {
-                    if !r_state.starts_with("prerequired") {
-                        req_stats.insert("pre");
-                    }
-                } else if r.get("__state_ran__").is_none_or(|v| v != &json!(false)) {
-                    req_stats.insert("met");
-                }
-            }
-            if r_state.ends_with("_any") || r_state == "onfail" {
-                if req_stats.contains("met") || req_stats.contains("change") {
-                    req_stats.remove("fail");
-                }
-                if req_stats.contains("onchangesmet") {
-                    req_stats.remove("onchanges");
-                    req_stats.remove("fail");
-                }
-                if req_stats.contains("onfail") && req_stats.contains("met") {
-                    req_stats.remove("onfail");
-                }
-            }
-            if r_state.ends_with("_all") && req_stats.contains("onfail") {
-                req_stats.remove("met");
-            }
-            fun_stats.extend(req_stats);
-        }
-        let status = if fun_stats.contains("unmet") {
-            "unmet"
-        } else if fun_stats.contains("fail") {
-            "fail"
-        } else if fun_stats.contains("pre") {
-            if fun_stats.contains("premet") {
-                "met"
-            } else {
-                "pre"
-            }
-        } else if fun_stats.contains("onfail") && !fun_stats.contains("onchangesmet") {
-            "onfail"
-        } else if fun_stats.contains("onchanges") && !fun_stats.contains("onchangesmet") {
-            "onchanges"
-        } else if fun_stats.contains("change") {
-            "change"
-        } else if fun_stats.contains("onfail") {
-            "onfail"
-        } else {
-            "met"
-        };
-        (status.into(), reqs)
+        Some(reqs)
     }
 
     /// Calls the chunk at `idx` and writes back what `call` changed on it.
@@ -783,289 +745,299 @@ impl Runner {
         ret
     }
 
-    /// `call_chunk`.
+    /// Whether the chunk at `idx` is being run as a `prereq` (in test mode, into `pre`).
+    fn is_prereq(&self, idx: usize) -> bool {
+        self.chunks[idx]
+            .get("__prereq__")
+            .is_some_and(saltq_semantics::python::truthy)
+    }
+
+    /// `call_chunk`: checks the chunk's requisites and does what their status says.
     fn call_chunk(&mut self, idx: usize, depth: u32) -> BoxFut<'_, ()> {
         Box::pin(async move {
             let tag = tag_of(&self.chunks[idx]);
             if !self.chunks[idx]
-                .get("prerequired")
+                .get(Requisite::Prerequired.name())
                 .is_some_and(saltq_semantics::python::truthy)
             {
                 self.active.insert(tag.clone());
             }
-            let is_prereq = |r: &Runner| {
-                r.chunks[idx]
-                    .get("__prereq__")
-                    .is_some_and(saltq_semantics::python::truthy)
-            };
-            let mut requisites: Vec<&str> = vec![
-                "require",
-                "require_any",
-                "watch",
-                "watch_any",
-                "prereq",
-                "onfail",
-                "onfail_any",
-                "onchanges",
-                "onchanges_any",
-            ];
-            let (status, reqs) = if !is_prereq(self) {
-                requisites.push("prerequired");
-                self.check_requisite(idx, true).await
-            } else {
-                self.check_requisite(idx, false).await
-            };
-            match status.as_str() {
-                "unmet" => {
-                    let low = self.chunks[idx].clone();
-                    let mut lost: Vec<(&str, Vec<(String, Value)>)> = Vec::new();
-                    let mut req_idxs: Vec<usize> = Vec::new();
-                    for requisite in &requisites {
-                        let mut l = Vec::new();
-                        if let Some(list) = low.get(*requisite) {
-                            for req in list.as_array().cloned().unwrap_or_default() {
-                                let Some((key, val)) = trim_req(&req) else {
-                                    continue;
-                                };
-                                if val.is_null() {
-                                    l.push((key, val));
-                                    continue;
-                                }
-                                let found = self.find_reqs(&key, &val);
-                                for i in &found {
-                                    if *requisite == "prereq" {
-                                        self.chunks[*i].insert("__prereq__".into(), json!(true));
-                                    } else if *requisite == "prerequired" && key != "sls" {
-                                        self.chunks[*i]
-                                            .insert("__prerequired__".into(), json!(true));
-                                    }
-                                    req_idxs.push(*i);
-                                }
-                                if found.is_empty() {
-                                    l.push((key, val));
-                                }
-                            }
-                        }
-                        lost.push((requisite, l));
-                    }
-                    if lost.iter().any(|(_, l)| !l.is_empty()) {
-                        let mut comment =
-                            String::from("The following requisites were not found:\n");
-                        for (requisite, l) in &lost {
-                            if l.is_empty() {
-                                continue;
-                            }
-                            comment += &format!("{}{}:\n", " ".repeat(19), requisite);
-                            for (k, v) in l {
-                                comment += &format!("{}{}: {}\n", " ".repeat(23), k, py_str(v));
-                            }
-                        }
-                        let n = self.next_run_num();
-                        let mut ret = not_run(comment, false, n);
-                        copy_ids(&mut ret, &low);
-                        self.event(&ret, low.get("fire_event"));
-                        if is_prereq(self) {
-                            self.pre.insert(tag, Value::Object(ret));
-                        } else {
-                            self.running.insert(tag, Value::Object(ret));
-                        }
-                        return;
-                    }
-                    let mut last = idx;
-                    for ci in req_idxs {
-                        last = ci;
-                        let ctag = tag_of(&self.chunks[ci]);
-                        if self.running.contains_key(&ctag) {
-                            continue;
-                        }
-                        if self.active.contains(&ctag) {
-                            if self.chunks[ci]
-                                .get("__prerequired__")
-                                .is_some_and(saltq_semantics::python::truthy)
-                            {
-                                if !self.pre.contains_key(&tag) {
-                                    self.chunks[idx].insert("__prereq__".into(), json!(true));
-                                    let r = self.call_idx(idx).await;
-                                    self.pre.insert(ctag, Value::Object(r));
-                                }
-                                return;
-                            }
-                            let n = self.run_num;
-                            let mut ret = Map::new();
-                            ret.insert("changes".into(), json!({}));
-                            ret.insert("result".into(), json!(false));
-                            ret.insert("comment".into(), json!("Recursive requisite found"));
-                            ret.insert("__run_num__".into(), json!(n));
-                            copy_ids(&mut ret, &low);
-                            self.running.insert(tag.clone(), Value::Object(ret.clone()));
-                            self.run_num += 1;
-                            self.event(&ret, low.get("fire_event"));
-                            return;
-                        }
-                        self.call_chunk(ci, 0).await;
-                        let chunk = self.chunks[ci].clone();
-                        if self.check_failhard(&chunk) {
-                            self.running.insert("__FAILHARD__".into(), json!(true));
-                            return;
-                        }
-                    }
-                    if is_prereq(self) {
-                        let (status, _) = self.check_requisite(idx, false).await;
-                        let mut r = self.call_idx(idx).await;
-                        if status == "change"
-                            && !r
-                                .get("changes")
-                                .is_some_and(saltq_semantics::python::truthy)
-                        {
-                            r.insert("changes".into(), json!({"watch": "watch"}));
-                            r.insert("result".into(), Value::Null);
-                        }
-                        self.pre.insert(tag.clone(), Value::Object(r));
-                    } else if depth + 1 >= 20 {
-                        let mut ret = Map::new();
-                        ret.insert("changes".into(), json!({}));
-                        ret.insert("result".into(), json!(false));
-                        ret.insert("comment".into(), json!("Recursive requisite found"));
-                        ret.insert("__run_num__".into(), json!(self.run_num));
-                        copy_ids(&mut ret, &self.chunks[idx].clone());
-                        self.running.insert(tag.clone(), Value::Object(ret));
-                    } else {
-                        self.call_chunk(idx, depth + 1).await;
-                    }
-                    let chunk = self.chunks[last].clone();
-                    if self.check_failhard(&chunk) {
-                        self.running.insert("__FAILHARD__".into(), json!(true));
-                    }
-                    return;
+            let pre = !self.is_prereq(idx);
+            let (status, reqs) = self.check_requisite(idx, pre).await;
+            match status {
+                ReqStatus::Unmet => return self.unmet(idx, depth, &tag, pre).await,
+                ReqStatus::Fail => self.failed_requisite(idx, &tag, &reqs),
+                ReqStatus::Change if !self.is_prereq(idx) => {
+                    self.watched_change(idx, &tag, &reqs).await;
                 }
-                "met" => {
-                    let r = self.call_idx(idx).await;
-                    if is_prereq(self) || r.contains_key("__prereq_done__") {
-                        self.pre.insert(tag.clone(), Value::Object(r));
-                    } else {
-                        self.running.insert(tag.clone(), Value::Object(r));
-                    }
-                }
-                "fail" => {
-                    let low = self.chunks[idx].clone();
-                    if let Some(Value::Object(p)) = self.pre.get(&tag).cloned() {
-                        let mut p = p;
-                        if p.get("changes")
-                            .is_some_and(saltq_semantics::python::truthy)
-                        {
-                            p.insert("changes".into(), json!({}));
-                        }
-                        p.insert("__run_num__".into(), json!(self.run_num));
-                        copy_ids(&mut p, &low);
-                        self.running.insert(tag.clone(), Value::Object(p));
-                    } else {
-                        let mut failed: Vec<String> = Vec::new();
-                        for (_, idxs) in &reqs {
-                            for i in idxs {
-                                let req_low = &self.chunks[*i];
-                                let req_tag = tag_of(req_low);
-                                let req_ret = self
-                                    .pre
-                                    .get(&req_tag)
-                                    .or_else(|| self.running.get(&req_tag));
-                                if req_ret.and_then(|r| r.get("result")) == Some(&json!(false)) {
-                                    let key = format!(
-                                        "{}.{}",
-                                        req_low.get("__sls__").map(py_str).unwrap_or_default(),
-                                        req_low.get("__id__").map(py_str).unwrap_or_default()
-                                    );
-                                    if !failed.contains(&key) {
-                                        failed.push(key);
-                                    }
-                                }
-                            }
-                        }
-                        let comment =
-                            format!("One or more requisite failed: {}", failed.join(", "));
-                        let mut ret = not_run(comment, false, self.run_num);
-                        copy_ids(&mut ret, &low);
-                        self.pre.insert(tag.clone(), Value::Object(ret.clone()));
-                        self.running.insert(tag.clone(), Value::Object(ret));
-                    }
-                    self.run_num += 1;
-                }
-                "change" if !is_prereq(self) => {
-                    let mut ret = self.call_idx(idx).await;
-                    let changed = ret
-                        .get("changes")
-                        .is_some_and(saltq_semantics::python::truthy);
-                    let skip = ret
-                        .get("skip_watch")
-                        .is_some_and(saltq_semantics::python::truthy);
-                    if !changed && !skip {
-                        let mut low = self.chunks[idx].clone();
-                        let sfun = low.get("fun").cloned().unwrap_or(Value::Null);
-                        low.insert("sfun".into(), sfun);
-                        low.insert("fun".into(), json!("mod_watch"));
-                        let mut reqs_v = Map::new();
-                        for (r_state, idxs) in &reqs {
-                            let list: Vec<Value> = idxs
-                                .iter()
-                                .map(|i| {
-                                    let mut c = self.chunks[*i].clone();
-                                    let changed = self
-                                        .running
-                                        .get(&tag_of(&c))
-                                        .and_then(|r| r.get("changes"))
-                                        .is_some_and(saltq_semantics::python::truthy);
-                                    c.insert("__changed__".into(), json!(changed));
-                                    Value::Object(c)
-                                })
-                                .collect();
-                            reqs_v.insert(r_state.clone(), Value::Array(list));
-                        }
-                        low.insert("__reqs__".into(), Value::Object(reqs_v));
-                        ret = self.call(&mut low, 1).await;
-                    }
-                    self.running.insert(tag.clone(), Value::Object(ret));
-                }
-                "pre" => {
+                ReqStatus::Pre => {
                     let mut ret = not_run("No changes detected", true, self.run_num);
                     copy_ids(&mut ret, &self.chunks[idx].clone());
                     self.pre.insert(tag.clone(), Value::Object(ret.clone()));
                     self.running.insert(tag.clone(), Value::Object(ret));
                     self.run_num += 1;
                 }
-                "onfail" | "onchanges" => {
-                    let comment = if status == "onfail" {
-                        "State was not run because onfail req did not change"
-                    } else {
-                        "State was not run because none of the onchanges reqs changed"
-                    };
-                    let mut ret = not_run(comment, true, self.run_num);
-                    ret.shift_remove("__run_num__");
-                    ret.insert("__state_ran__".into(), json!(false));
-                    ret.insert("__run_num__".into(), json!(self.run_num));
-                    copy_ids(&mut ret, &self.chunks[idx].clone());
-                    self.running.insert(tag.clone(), Value::Object(ret));
-                    self.run_num += 1;
+                ReqStatus::Onfail | ReqStatus::Onchanges => {
+                    self.not_triggered(idx, &tag, status);
                 }
-                _ => {
+                ReqStatus::Met | ReqStatus::Change => {
                     let r = self.call_idx(idx).await;
-                    if is_prereq(self) || r.contains_key("__prereq_done__") {
+                    if self.is_prereq(idx) || r.contains_key("__prereq_done__") {
                         self.pre.insert(tag.clone(), Value::Object(r));
                     } else {
                         self.running.insert(tag.clone(), Value::Object(r));
                     }
                 }
             }
-            if let Some(Value::Object(r)) = self.running.get_mut(&tag) {
-                r.shift_remove("__prereq_done__");
-            }
-            if let Some(Value::Object(r)) = self.running.get(&tag) {
-                let r = r.clone();
-                let fire = self.chunks[idx].get("fire_event").cloned();
-                self.event(&r, fire.as_ref());
-            }
-            if let Some(Value::Object(r)) = self.pre.get_mut(&tag) {
-                r.shift_remove("__prereq_done__");
-            }
+            self.chunk_done(idx, &tag);
         })
+    }
+
+    /// After a chunk: drops the `__prereq_done__` mark and sends its event.
+    fn chunk_done(&mut self, idx: usize, tag: &str) {
+        if let Some(Value::Object(r)) = self.running.get_mut(tag) {
+            r.shift_remove("__prereq_done__");
+        }
+        if let Some(Value::Object(r)) = self.running.get(tag) {
+            let r = r.clone();
+            let fire = self.chunks[idx].get("fire_event").cloned();
+            self.event(&r, fire.as_ref());
+        }
+        if let Some(Value::Object(r)) = self.pre.get_mut(tag) {
+            r.shift_remove("__prereq_done__");
+        }
+    }
+
+    /// An `onfail`/`onchanges` state whose requisites did not fail/change: not run.
+    fn not_triggered(&mut self, idx: usize, tag: &str, status: ReqStatus) {
+        let comment = if status == ReqStatus::Onfail {
+            "State was not run because onfail req did not change"
+        } else {
+            "State was not run because none of the onchanges reqs changed"
+        };
+        let mut ret = not_run(comment, true, self.run_num);
+        ret.shift_remove("__run_num__");
+        ret.insert("__state_ran__".into(), json!(false));
+        ret.insert("__run_num__".into(), json!(self.run_num));
+        copy_ids(&mut ret, &self.chunks[idx].clone());
+        self.running.insert(tag.to_owned(), Value::Object(ret));
+        self.run_num += 1;
+    }
+
+    /// A requisite failed: the chunk is not run ("One or more requisite failed"), or its
+    /// prereq run's answer stands, without changes.
+    fn failed_requisite(&mut self, idx: usize, tag: &str, reqs: &ReqChunks) {
+        let low = self.chunks[idx].clone();
+        if let Some(Value::Object(mut p)) = self.pre.get(tag).cloned() {
+            if p.get("changes")
+                .is_some_and(saltq_semantics::python::truthy)
+            {
+                p.insert("changes".into(), json!({}));
+            }
+            p.insert("__run_num__".into(), json!(self.run_num));
+            copy_ids(&mut p, &low);
+            self.running.insert(tag.to_owned(), Value::Object(p));
+        } else {
+            let mut failed: Vec<String> = Vec::new();
+            for i in reqs.iter().flat_map(|(_, idxs)| idxs) {
+                let req_low = &self.chunks[*i];
+                let req_tag = tag_of(req_low);
+                let req_ret = self
+                    .pre
+                    .get(&req_tag)
+                    .or_else(|| self.running.get(&req_tag));
+                if req_ret.and_then(|r| r.get("result")) == Some(&json!(false)) {
+                    let key = format!(
+                        "{}.{}",
+                        req_low.get("__sls__").map(py_str).unwrap_or_default(),
+                        req_low.get("__id__").map(py_str).unwrap_or_default()
+                    );
+                    if !failed.contains(&key) {
+                        failed.push(key);
+                    }
+                }
+            }
+            let comment = format!("One or more requisite failed: {}", failed.join(", "));
+            let mut ret = not_run(comment, false, self.run_num);
+            copy_ids(&mut ret, &low);
+            self.pre.insert(tag.to_owned(), Value::Object(ret.clone()));
+            self.running.insert(tag.to_owned(), Value::Object(ret));
+        }
+        self.run_num += 1;
+    }
+
+    /// A watched state changed: the chunk runs, then its `mod_watch` unless it changed
+    /// something itself (or said `skip_watch`).
+    async fn watched_change(&mut self, idx: usize, tag: &str, reqs: &ReqChunks) {
+        let mut ret = self.call_idx(idx).await;
+        let changed = ret
+            .get("changes")
+            .is_some_and(saltq_semantics::python::truthy);
+        let skip = ret
+            .get("skip_watch")
+            .is_some_and(saltq_semantics::python::truthy);
+        if !changed && !skip {
+            let mut low = self.chunks[idx].clone();
+            let sfun = low.get("fun").cloned().unwrap_or(Value::Null);
+            low.insert("sfun".into(), sfun);
+            low.insert("fun".into(), json!("mod_watch"));
+            let mut reqs_v = Map::new();
+            for (r, idxs) in reqs {
+                let list: Vec<Value> = idxs
+                    .iter()
+                    .map(|i| {
+                        let mut c = self.chunks[*i].clone();
+                        let changed = self
+                            .running
+                            .get(&tag_of(&c))
+                            .and_then(|r| r.get("changes"))
+                            .is_some_and(saltq_semantics::python::truthy);
+                        c.insert("__changed__".into(), json!(changed));
+                        Value::Object(c)
+                    })
+                    .collect();
+                reqs_v.insert(r.name().into(), Value::Array(list));
+            }
+            low.insert("__reqs__".into(), Value::Object(reqs_v));
+            ret = self.call(&mut low, 1).await;
+        }
+        self.running.insert(tag.to_owned(), Value::Object(ret));
+    }
+
+    /// Unmet requisites: Salt's "not found" answer when one names nothing, else the chunks
+    /// they name run first (a recursion is reported), then this one again.
+    async fn unmet(&mut self, idx: usize, depth: u32, tag: &str, pre: bool) {
+        let low = self.chunks[idx].clone();
+        let (lost, req_idxs) = self.mark_requisites(idx, pre);
+        if lost.iter().any(|(_, l)| !l.is_empty()) {
+            let n = self.next_run_num();
+            let mut ret = not_run(lost_comment(&lost), false, n);
+            copy_ids(&mut ret, &low);
+            self.event(&ret, low.get("fire_event"));
+            if self.is_prereq(idx) {
+                self.pre.insert(tag.to_owned(), Value::Object(ret));
+            } else {
+                self.running.insert(tag.to_owned(), Value::Object(ret));
+            }
+            return;
+        }
+        let mut last = idx;
+        for ci in req_idxs {
+            last = ci;
+            let ctag = tag_of(&self.chunks[ci]);
+            if self.running.contains_key(&ctag) {
+                continue;
+            }
+            if self.active.contains(&ctag) {
+                return self.recursive(idx, tag, ci).await;
+            }
+            self.call_chunk(ci, 0).await;
+            let chunk = self.chunks[ci].clone();
+            if self.check_failhard(&chunk) {
+                self.running.insert("__FAILHARD__".into(), json!(true));
+                return;
+            }
+        }
+        if self.is_prereq(idx) {
+            let (status, _) = self.check_requisite(idx, false).await;
+            let mut r = self.call_idx(idx).await;
+            if status == ReqStatus::Change
+                && !r
+                    .get("changes")
+                    .is_some_and(saltq_semantics::python::truthy)
+            {
+                r.insert("changes".into(), json!({"watch": "watch"}));
+                r.insert("result".into(), Value::Null);
+            }
+            self.pre.insert(tag.to_owned(), Value::Object(r));
+        } else if depth + 1 >= 20 {
+            let mut ret = Map::new();
+            ret.insert("changes".into(), json!({}));
+            ret.insert("result".into(), json!(false));
+            ret.insert("comment".into(), json!("Recursive requisite found"));
+            ret.insert("__run_num__".into(), json!(self.run_num));
+            copy_ids(&mut ret, &self.chunks[idx].clone());
+            self.running.insert(tag.to_owned(), Value::Object(ret));
+        } else {
+            self.call_chunk(idx, depth + 1).await;
+        }
+        let chunk = self.chunks[last].clone();
+        if self.check_failhard(&chunk) {
+            self.running.insert("__FAILHARD__".into(), json!(true));
+        }
+    }
+
+    /// The chunk at `idx` needs `ctag`, which is still being worked on: a prereq cycle
+    /// runs this chunk as the prereq, anything else is "Recursive requisite found".
+    async fn recursive(&mut self, idx: usize, tag: &str, ci: usize) {
+        let ctag = tag_of(&self.chunks[ci]);
+        if self.chunks[ci]
+            .get("__prerequired__")
+            .is_some_and(saltq_semantics::python::truthy)
+        {
+            if !self.pre.contains_key(tag) {
+                self.chunks[idx].insert("__prereq__".into(), json!(true));
+                let r = self.call_idx(idx).await;
+                self.pre.insert(ctag, Value::Object(r));
+            }
+            return;
+        }
+        let low = self.chunks[idx].clone();
+        let n = self.run_num;
+        let mut ret = Map::new();
+        ret.insert("changes".into(), json!({}));
+        ret.insert("result".into(), json!(false));
+        ret.insert("comment".into(), json!("Recursive requisite found"));
+        ret.insert("__run_num__".into(), json!(n));
+        copy_ids(&mut ret, &low);
+        self.running
+            .insert(tag.to_owned(), Value::Object(ret.clone()));
+        self.run_num += 1;
+        self.event(&ret, low.get("fire_event"));
+    }
+
+    /// `call_chunk`'s walk over an unmet chunk's requisites: per requisite, what names no
+    /// chunk (Salt's "lost"), and the chunks named, in order, each marked `__prereq__` or
+    /// `__prerequired__` as its requisite says.
+    fn mark_requisites(&mut self, idx: usize, pre: bool) -> (Lost, Vec<usize>) {
+        let low = self.chunks[idx].clone();
+        let mut kinds = Requisite::REPORTED.to_vec();
+        if pre {
+            kinds.push(Requisite::Prerequired);
+        }
+        let mut lost: Lost = Vec::new();
+        let mut req_idxs: Vec<usize> = Vec::new();
+        for r in kinds {
+            let mut l = Vec::new();
+            for req in low
+                .get(r.name())
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+            {
+                let Some((key, val)) = trim_req(&req) else {
+                    continue;
+                };
+                if val.is_null() {
+                    l.push((key, val));
+                    continue;
+                }
+                let found = self.find_reqs(&key, &val);
+                for i in &found {
+                    if r == Requisite::Prereq {
+                        self.chunks[*i].insert("__prereq__".into(), json!(true));
+                    } else if r == Requisite::Prerequired && key != "sls" {
+                        self.chunks[*i].insert("__prerequired__".into(), json!(true));
+                    }
+                    req_idxs.push(*i);
+                }
+                if found.is_empty() {
+                    l.push((key, val));
+                }
+            }
+            lost.push((r, l));
+        }
+        (lost, req_idxs)
     }
 
     /// `event`: a state's result on the event bus, when `state_events` is on (progress
@@ -1154,15 +1126,16 @@ impl Runner {
             }
         }
         let mut reqdec = "";
-        if low.contains_key("require") {
-            reqdec = "require";
+        let (require, watch) = (Requisite::Require.name(), Requisite::Watch.name());
+        if low.contains_key(require) {
+            reqdec = require;
         }
-        if low.contains_key("watch") {
+        if low.contains_key(watch) {
             if Self::has_mod_watch(low) {
-                reqdec = "watch";
+                reqdec = watch;
             } else {
                 Self::watch_to_require(low);
-                reqdec = "require";
+                reqdec = require;
             }
         }
         if !reqdec.is_empty() {
@@ -1400,7 +1373,7 @@ impl Runner {
             // As Salt's `format_call`: a runtime keyword the function names as a parameter
             // (`salt.state`'s `saltenv` and `failhard`, `cmd.run`'s `runas`) reaches it too.
             let named = f.params.iter().any(|p| p.name == k);
-            if k == "name" || (INTERNAL.contains(&k.as_str()) && !named) {
+            if k == "name" || (is_internal(k) && !named) {
                 continue;
             }
             if f.kwargs || named {
@@ -1411,7 +1384,8 @@ impl Runner {
         }
         // file.accumulated reads its require_in/watch_in from the low chunk, as in Salt.
         if f.name == "file.accumulated" {
-            for k in ["require_in", "watch_in"] {
+            for k in [Requisite::Require, Requisite::Watch].map(|r| r.keyword(Direction::In)) {
+                let Some(k) = k else { continue };
                 if let Some(v) = low.get(k) {
                     args.insert(k.into(), v.clone());
                 }
@@ -1445,7 +1419,6 @@ impl Runner {
                 }
             });
         Ok(StateCall {
-            accumulators: self.accumulators.clone(),
             ctx: self.ctx.clone(),
             name: py_str(&low["name"]),
             args,
@@ -1453,6 +1426,7 @@ impl Runner {
             saltenv,
             sls: low.get("__sls__").map(py_str).unwrap_or_default(),
             id: low.get("__id__").map(py_str).unwrap_or_default(),
+            accumulators: self.accumulators.clone(),
         })
     }
 
@@ -1478,10 +1452,13 @@ impl Runner {
                 Some(slot) => slot.1 = chunk.clone(),
                 None => crefs.push((k.clone(), chunk.clone())),
             }
-            if let Some(l) = chunk.get("listen") {
+            if let Some(l) = chunk.get(Requisite::Listen.name()) {
                 listeners.push((k.clone(), l.as_array().cloned().unwrap_or_default()));
             }
-            if let Some(Value::Array(l_in)) = chunk.get("listen_in") {
+            if let Some(Value::Array(l_in)) = Requisite::Listen
+                .keyword(Direction::In)
+                .and_then(|k| chunk.get(k))
+            {
                 for item in l_in {
                     if let Value::Object(m) = item {
                         for (key, val) in m {
@@ -1574,8 +1551,8 @@ impl Runner {
                             low.insert("fun".into(), json!("mod_watch"));
                             let id = low.get("__id__").map(py_str).unwrap_or_default();
                             low.insert("__id__".into(), json!(format!("listener_{id}")));
-                            for req in crate::compile::low::REQUISITE_KEYWORDS {
-                                low.shift_remove(*req);
+                            for req in Requisite::state_keywords() {
+                                low.shift_remove(req);
                             }
                             mod_watchers.push(low);
                         }
