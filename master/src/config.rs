@@ -167,6 +167,9 @@ pub struct RawConfig {
     /// The PAM service salt-api's `pam` eauth backend checks passwords with (default `login`).
     #[serde(rename = "auth.pam.service")]
     pub auth_pam_service: Option<String>,
+    /// Live salt-api tokens a user may hold; the oldest goes when a new one is made (default
+    /// 1000; saltq's key, Salt has no bound).
+    pub max_tokens_per_user: Option<u64>,
 }
 
 /// A string or a list of strings.
@@ -492,6 +495,7 @@ impl MasterConfig {
                 external_auth: raw.external_auth.clone(),
                 token_expire: raw.token_expire,
                 pam_service: raw.auth_pam_service.clone(),
+                max_tokens_per_user: raw.max_tokens_per_user,
             },
             netapi_tls,
             cachedir.clone(),

@@ -84,7 +84,13 @@ fn publish_request(low: &Low) -> pb::PublishRequest {
     pb::PublishRequest {
         tgt: low.tgt.clone(),
         tgt_type: low.tgt_type.clone(),
-        fun: vec![low.fun.clone()],
+        // A multi-function job: each function with its own argument list, every one checked
+        // against the caller's ACL with its own arguments by `publish_for_client`.
+        fun: if low.multi.is_empty() {
+            vec![low.fun.clone()]
+        } else {
+            low.multi.clone()
+        },
         arg: low.arg.iter().map(value::to_prost).collect(),
         kwarg: (!low.kwarg.is_empty()).then(|| value::map_to_struct(&low.kwarg)),
         ret: low.ret.clone(),
@@ -451,6 +457,23 @@ impl Backend for NetapiBackend {
             self.master.events.clone(),
         ));
         rx
+    }
+
+    fn may_run_runner(
+        &self,
+        who: &Identity,
+        fun: &str,
+        kwarg: &Map<String, Value>,
+    ) -> Result<(), ApiError> {
+        let call = crate::acl::CallArgs {
+            arg: &[],
+            kwarg: Some(kwarg),
+        };
+        self.master
+            .cfg
+            .acl
+            .runner(&caller(who), fun, call)
+            .map_err(api_error)
     }
 
     fn groups(&self, user: &str) -> Vec<String> {

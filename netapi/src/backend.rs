@@ -90,13 +90,17 @@ pub enum Client {
 pub struct Low {
     /// Which client.
     pub client: Client,
-    /// The function.
+    /// The function; for a multi-function job, its functions joined with `,` (for logs only).
     pub fun: String,
+    /// A multi-function job's functions (`fun` sent as a list), each run with its own list of
+    /// arguments in `arg` (one list per function), as Salt's `LocalClient.cmd` takes them and
+    /// the CLI's `test.ping,test.echo`; empty for one function (named by `fun`).
+    pub multi: Vec<String>,
     /// Target (local clients).
     pub tgt: String,
     /// Target type (default glob).
     pub tgt_type: String,
-    /// Positional arguments.
+    /// Positional arguments; for a multi-function job, one list per function.
     pub arg: Vec<Value>,
     /// Keyword arguments: `kwarg` and, for runners and wheels, every other key of the chunk.
     pub kwarg: Map<String, Value>,
@@ -147,4 +151,13 @@ pub trait Backend: Send + Sync + 'static {
 
     /// The system groups of `user`, for `group%` entries.
     fn groups(&self, user: &str) -> Vec<String>;
+
+    /// Whether `who` may run runner `fun` with keyword arguments `kwarg` (Salt's
+    /// `runner_check`), without running it: `POST /token` asks it for `auth.mk_token`.
+    fn may_run_runner(
+        &self,
+        who: &Identity,
+        fun: &str,
+        kwarg: &Map<String, Value>,
+    ) -> Result<(), ApiError>;
 }

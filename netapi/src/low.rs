@@ -168,20 +168,18 @@ pub fn to_low(chunk: &Map<String, Value>, enabled: &[String]) -> Result<Low, Api
             )));
         }
     };
-    let fun = string(chunk.get("fun"))
-        .filter(|f| !f.is_empty())
-        .ok_or_else(|| ApiError::bad_request(format!("Missing 'fun' in the {name} lowstate")))?;
     let local = matches!(
         client,
         Client::Local | Client::LocalAsync | Client::LocalBatch
     );
+    let funs = functions(chunk, name, local)?;
     let tgt = string(chunk.get("tgt")).unwrap_or_default();
     if local && tgt.is_empty() {
         return Err(ApiError::bad_request(format!(
             "Missing 'tgt' in the {name} lowstate"
         )));
     }
-    let arg = match chunk.get("arg") {
+    let mut arg = match chunk.get("arg") {
         None | Some(Value::Null) => vec![],
         Some(Value::Array(a)) => a.clone(),
         Some(Value::String(s)) if s.is_empty() => vec![],
@@ -194,6 +192,20 @@ pub fn to_low(chunk: &Map<String, Value>, enabled: &[String]) -> Result<Low, Api
             return Err(ApiError::bad_request(format!(
                 "kwarg must be a mapping, not {other}"
             )));
+        }
+    };
+    let (fun, multi) = match funs {
+        Functions::One(f) => (f, vec![]),
+        Functions::ListOfOne(f) => {
+            // `["f"]` with `[[args]]`: one function, its arguments the inner list.
+            if let [Value::Array(inner)] = arg.as_slice() {
+                arg = inner.clone();
+            }
+            (f, vec![])
+        }
+        Functions::Many(funs) => {
+            arg = per_function_args(arg, &funs, &kwarg)?;
+            (funs.join(","), funs)
         }
     };
     if !local {
@@ -211,6 +223,7 @@ pub fn to_low(chunk: &Map<String, Value>, enabled: &[String]) -> Result<Low, Api
     Ok(Low {
         client,
         fun,
+        multi,
         tgt,
         tgt_type: string(chunk.get("tgt_type")).unwrap_or_else(|| "glob".into()),
         arg,
@@ -222,6 +235,80 @@ pub fn to_low(chunk: &Map<String, Value>, enabled: &[String]) -> Result<Low, Api
         ret: string(chunk.get("ret")).unwrap_or_default(),
         batch,
     })
+}
+
+/// A chunk's `fun`: one name, or a list (a multi-function job of the local clients).
+enum Functions {
+    /// `"test.ping"`.
+    One(String),
+    /// `["test.ping"]`: one function, sent as a list.
+    ListOfOne(String),
+    /// `["test.ping", "cmd.run"]`: each function with its own argument list.
+    Many(Vec<String>),
+}
+
+/// Reads `fun`: a non-empty name, or for the local clients a list of non-empty names.
+fn functions(chunk: &Map<String, Value>, client: &str, local: bool) -> Result<Functions, ApiError> {
+    let missing = || ApiError::bad_request(format!("Missing 'fun' in the {client} lowstate"));
+    match chunk.get("fun") {
+        Some(Value::Array(items)) => {
+            if !local {
+                return Err(ApiError::bad_request(format!(
+                    "fun must be one function name for the {client} client, not a list"
+                )));
+            }
+            let mut funs = Vec::with_capacity(items.len());
+            for (i, f) in items.iter().enumerate() {
+                match f.as_str() {
+                    Some(s) if !s.trim().is_empty() => funs.push(s.to_owned()),
+                    _ => {
+                        return Err(ApiError::bad_request(format!(
+                            "fun[{i}] must be a function name, not {f}"
+                        )));
+                    }
+                }
+            }
+            match funs.len() {
+                0 => Err(missing()),
+                1 => Ok(Functions::ListOfOne(funs.swap_remove(0))),
+                _ => Ok(Functions::Many(funs)),
+            }
+        }
+        v => string(v)
+            .filter(|f| !f.is_empty())
+            .map(Functions::One)
+            .ok_or_else(missing),
+    }
+}
+
+/// A multi-function job's arguments, as Salt's `LocalClient.cmd` takes them: one list per
+/// function (none given: each function without arguments). A keyword argument goes in its
+/// function's list as a mapping with `"__kwarg__": true`; a chunk-wide `kwarg` would be
+/// nobody's (Salt's minion drops it), so it is refused.
+fn per_function_args(
+    arg: Vec<Value>,
+    funs: &[String],
+    kwarg: &Map<String, Value>,
+) -> Result<Vec<Value>, ApiError> {
+    if !kwarg.is_empty() {
+        return Err(ApiError::bad_request(
+            "kwarg cannot go with a list of functions: put each function's keyword arguments in \
+             its own argument list, as a mapping with \"__kwarg__\": true",
+        ));
+    }
+    if arg.is_empty() {
+        return Ok(vec![Value::Array(vec![]); funs.len()]);
+    }
+    if arg.len() != funs.len() || !arg.iter().all(Value::is_array) {
+        return Err(ApiError::bad_request(format!(
+            "arg must be one list of arguments per function for a list of {} functions ({}), \
+             e.g. [[], [\"id\"]]; got {}",
+            funs.len(),
+            funs.join(", "),
+            Value::Array(arg)
+        )));
+    }
+    Ok(arg)
 }
 
 /// A number of seconds under `key`, as a number or a numeric string.
@@ -356,6 +443,71 @@ mod tests {
         .unwrap();
         assert_eq!(r.kwarg, chunk(json!({"x": 1, "jid": "1"})));
         assert!(to_low(&chunk(json!({"client": "local", "fun": "x"})), &enabled).is_err());
+    }
+
+    #[test]
+    fn a_list_of_functions_is_a_multi_function_job() {
+        let enabled = vec!["local".to_owned(), "runner".to_owned()];
+        let chunk = |v: Value| v.as_object().unwrap().clone();
+        let l = to_low(
+            &chunk(json!({"client": "local", "tgt": "*",
+                          "fun": ["test.ping", "cmd.run"], "arg": [[], ["id"]]})),
+            &enabled,
+        )
+        .unwrap();
+        assert_eq!(l.multi, ["test.ping", "cmd.run"]);
+        assert_eq!(l.arg, vec![json!([]), json!(["id"])]);
+        // Without arguments, each function has none.
+        let l = to_low(
+            &chunk(json!({"client": "local", "tgt": "*", "fun": ["test.ping", "test.true"]})),
+            &enabled,
+        )
+        .unwrap();
+        assert_eq!(l.arg, vec![json!([]), json!([])]);
+        // A list of one is that function, its arguments the one list.
+        let l = to_low(
+            &chunk(json!({"client": "local", "tgt": "*", "fun": ["test.echo"], "arg": [["hi"]]})),
+            &enabled,
+        )
+        .unwrap();
+        assert_eq!(
+            (l.fun.as_str(), l.multi.len(), l.arg.clone()),
+            ("test.echo", 0, vec![json!("hi")])
+        );
+        let refused = |v: Value| to_low(&chunk(v), &enabled).unwrap_err();
+        let e = refused(json!({"client": "local", "tgt": "*",
+                               "fun": ["test.ping", "cmd.run"], "arg": [["id"]]}));
+        assert!(
+            e.message.contains("one list of arguments per function"),
+            "{e}"
+        );
+        let e = refused(json!({"client": "local", "tgt": "*",
+                               "fun": ["test.ping", "cmd.run"], "arg": ["x", "y"]}));
+        assert!(
+            e.message.contains("one list of arguments per function"),
+            "{e}"
+        );
+        let e = refused(json!({"client": "local", "tgt": "*", "fun": ["test.ping", 3]}));
+        assert_eq!(e.message, "fun[1] must be a function name, not 3");
+        let e = refused(
+            json!({"client": "local", "tgt": "*", "fun": ["test.ping", "test.echo"],
+                               "arg": [[], ["hi"]], "kwarg": {"a": 1}}),
+        );
+        assert!(
+            e.message
+                .contains("kwarg cannot go with a list of functions"),
+            "{e}"
+        );
+        let e = refused(json!({"client": "runner", "fun": ["jobs.list_jobs", "manage.up"]}));
+        assert_eq!(
+            e.message,
+            "fun must be one function name for the runner client, not a list"
+        );
+        assert!(
+            refused(json!({"client": "local", "tgt": "*", "fun": []}))
+                .message
+                .contains("Missing 'fun'")
+        );
     }
 
     #[test]
