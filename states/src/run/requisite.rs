@@ -328,6 +328,7 @@ fn requisite_stats(req: Requisite, targets: &[Option<Outcome>]) -> Stats {
             s.remove(ONFAIL);
         }
     }
+    // Salt's `_all` rule. It never changes the status: `onfail` is decided before `met`.
     if req == OnfailAll && s.has(ONFAIL) {
         s.remove(MET);
     }
@@ -567,6 +568,9 @@ mod tests {
         // An onchanges state that did not run leaves `__state_ran__: False`: requiring it
         // is neither met nor failed, so the state runs (nothing else said no).
         check(Require, &[SKIPPED], ReqStatus::Met);
+        // ...and so it does not excuse a failure among `_any` targets either.
+        check(RequireAny, &[FAILED, SKIPPED], ReqStatus::Fail);
+        check(RequireAny, &[FAILED, OK], ReqStatus::Met);
         check(OnfailAll, &[SKIPPED, FAILED], ReqStatus::Onfail);
     }
 
