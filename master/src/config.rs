@@ -547,6 +547,8 @@ impl MasterConfig {
                         .handshake_queue
                         .as_secs_f64(),
                 )?,
+                // The connection caps of the QUIC and HTTP/2 listeners: their defaults.
+                ..saltq_transport::Limits::default()
             },
             keep_jobs: Duration::from_secs(raw.keep_jobs_seconds.unwrap_or(86400)),
             job_cache,

@@ -310,6 +310,7 @@ impl Metrics {
                 &self.cluster_returns,
             );
         }
+        render_listeners(&mut out, &saltq_transport::guard::snapshots());
         self.return_latency.render(
             &mut out,
             "saltq_return_latency_seconds",
@@ -333,9 +334,92 @@ pub fn render_log_suppressed(out: &mut String, n: u64) {
     );
 }
 
+/// What each listener's connection gate did: connections held, refused (by reason), failed
+/// accepts, and HTTP connections closed for sending nothing in time.
+pub fn render_listeners(out: &mut String, gates: &[saltq_transport::guard::GateSnapshot]) {
+    let _ = writeln!(
+        out,
+        "# HELP saltq_connections_open Connections a listener holds now.\n\
+         # TYPE saltq_connections_open gauge"
+    );
+    for g in gates {
+        let _ = writeln!(
+            out,
+            "saltq_connections_open{{listener=\"{}\"}} {}",
+            g.listener, g.open
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP saltq_connections_refused_total Connections a listener refused, by reason.\n\
+         # TYPE saltq_connections_refused_total counter"
+    );
+    for g in gates {
+        for (reason, n) in [
+            ("listener_full", g.refused_listener_full),
+            ("source_full", g.refused_source_full),
+        ] {
+            let _ = writeln!(
+                out,
+                "saltq_connections_refused_total{{listener=\"{}\",reason=\"{reason}\"}} {n}",
+                g.listener
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "# HELP saltq_accept_errors_total Failed accepts on a listener (out of descriptors...).\n\
+         # TYPE saltq_accept_errors_total counter"
+    );
+    for g in gates {
+        let _ = writeln!(
+            out,
+            "saltq_accept_errors_total{{listener=\"{}\"}} {}",
+            g.listener, g.accept_errors
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP saltq_connection_timeouts_total HTTP connections closed for sending no request (or body) in time.\n\
+         # TYPE saltq_connection_timeouts_total counter"
+    );
+    for g in gates {
+        let _ = writeln!(
+            out,
+            "saltq_connection_timeouts_total{{listener=\"{}\"}} {}",
+            g.listener, g.timeouts
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listeners_are_rendered_by_name_and_reason() {
+        let mut out = String::new();
+        render_listeners(
+            &mut out,
+            &[saltq_transport::guard::GateSnapshot {
+                listener: "salt_api",
+                open: 3,
+                refused_listener_full: 1,
+                refused_source_full: 7,
+                accept_errors: 2,
+                timeouts: 5,
+            }],
+        );
+        for line in [
+            "saltq_connections_open{listener=\"salt_api\"} 3",
+            "saltq_connections_refused_total{listener=\"salt_api\",reason=\"listener_full\"} 1",
+            "saltq_connections_refused_total{listener=\"salt_api\",reason=\"source_full\"} 7",
+            "saltq_accept_errors_total{listener=\"salt_api\"} 2",
+            "saltq_connection_timeouts_total{listener=\"salt_api\"} 5",
+        ] {
+            assert!(out.lines().any(|l| l == line), "{line} not in {out}");
+        }
+    }
 
     #[test]
     fn histogram_buckets_are_cumulative() {

@@ -190,14 +190,18 @@ struct GateInner {
 
 impl Gate {
     /// A gate for the listener named `listener` (a metrics label: `quic`, `h2`, `salt_api`,
-    /// `health`).
+    /// `health`), listed by [`snapshots`] while it lives.
     pub fn new(listener: &'static str, caps: Caps) -> Gate {
-        Gate(Arc::new(GateInner {
+        let gate = Gate(Arc::new(GateInner {
             listener,
             caps,
             tally: Mutex::new(Tally::default()),
             stats: GateStats::default(),
-        }))
+        }));
+        let mut all = GATES.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|g| g.strong_count() > 0);
+        all.push(Arc::downgrade(&gate.0));
+        gate
     }
 
     /// The listener's name.
@@ -258,6 +262,19 @@ impl Gate {
         // Nothing panics while holding the lock; a poisoned count is still the best we have.
         self.0.tally.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// Every gate of the process, as the metrics scrape finds them: each listener makes its own
+/// where it is served, and the scrape need not be handed each one.
+static GATES: Mutex<Vec<std::sync::Weak<GateInner>>> = Mutex::new(Vec::new());
+
+/// The figures of every live gate of this process, in the order they were made.
+pub fn snapshots() -> Vec<GateSnapshot> {
+    let all = GATES.lock().unwrap_or_else(|e| e.into_inner());
+    all.iter()
+        .filter_map(|g| g.upgrade())
+        .map(|g| Gate(g).snapshot())
+        .collect()
 }
 
 /// A gate's figures at one moment.
@@ -490,6 +507,7 @@ mod tests {
         assert_eq!(full.reason(), "listener_full");
         drop(a);
         let _c = g.admit(ip("127.0.0.2")).unwrap();
+        assert!(snapshots().contains(&g.snapshot()));
         let s = g.snapshot();
         assert_eq!(
             (s.open, s.refused_source_full, s.refused_listener_full),
