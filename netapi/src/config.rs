@@ -47,6 +47,10 @@ pub struct RawRestConfig {
     pub max_connections: Option<usize>,
     /// Connections salt-api holds at once from one address (default 128; saltq's key).
     pub max_connections_per_source: Option<usize>,
+    /// Reverse proxies (addresses or CIDR blocks) whose `X-Forwarded-For` names the client
+    /// for the failed-login limits (saltq's key: Salt's rest_cherrypy has none). Default none:
+    /// the header is ignored.
+    pub trusted_proxies: Option<Vec<String>>,
 }
 
 /// The keys as written in the master config.
@@ -62,6 +66,9 @@ pub struct RawConfig {
     pub token_expire: Option<f64>,
     /// `auth.pam.service`: the PAM service of the `pam` backend (default `login`).
     pub pam_service: Option<String>,
+    /// `max_tokens_per_user`: live tokens a user may hold, the oldest removed when a new one
+    /// is made (saltq's key: Salt has no bound; default 1000).
+    pub max_tokens_per_user: Option<u64>,
 }
 
 /// Where the server listens and how.
@@ -117,6 +124,10 @@ pub struct Config {
     pub socket_timeout: Duration,
     /// Connections held at once (`max_connections`, `max_connections_per_source`).
     pub connections: saltq_transport::guard::Caps,
+    /// Live tokens per user (`max_tokens_per_user`).
+    pub max_tokens_per_user: usize,
+    /// Proxies whose `X-Forwarded-For` is believed (`rest_cherrypy: trusted_proxies`).
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 /// The clients Salt's `NetapiClient` has; `ssh` and `local_subset` are not served by saltq.
@@ -181,9 +192,22 @@ impl Config {
                 format!("{token_expire} is not a positive number of seconds (at most 1e9)"),
             ));
         }
+        let max_tokens_per_user = match raw.max_tokens_per_user {
+            None => crate::tokens::DEFAULT_MAX_PER_USER,
+            Some(n @ 1..=1_000_000) => n as usize,
+            Some(n) => {
+                return Err(bad(
+                    "max_tokens_per_user",
+                    format!("{n} is not a number of tokens from 1 to 1000000"),
+                ));
+            }
+        };
         let Some(rest) = &raw.rest_cherrypy else {
             return Ok(None);
         };
+        let trusted_proxies =
+            crate::limit::parse_trusted(rest.trusted_proxies.as_deref().unwrap_or_default())
+                .map_err(|m| bad("rest_cherrypy.trusted_proxies", m))?;
         let port = rest.port.ok_or_else(|| {
             bad(
                 "rest_cherrypy",
@@ -250,6 +274,8 @@ impl Config {
             token_dir: cachedir.join("tokens"),
             socket_timeout: Duration::from_secs_f64(socket_timeout),
             connections,
+            max_tokens_per_user,
+            trusted_proxies,
         }))
     }
 }
@@ -267,6 +293,7 @@ mod tests {
             token_expire: Option<f64>,
             #[serde(rename = "auth.pam.service")]
             pam_service: Option<String>,
+            max_tokens_per_user: Option<u64>,
         }
         let f: F = serde_yaml_ng::from_str(yaml).map_err(|e| bad("yaml", e.to_string()))?;
         Config::from_raw(
@@ -276,6 +303,7 @@ mod tests {
                 external_auth: f.external_auth,
                 token_expire: f.token_expire,
                 pam_service: f.pam_service,
+                max_tokens_per_user: f.max_tokens_per_user,
             },
             ("/pki/master.crt".into(), "/pki/master.key".into()),
             "/cache".into(),
@@ -349,6 +377,21 @@ mod tests {
             "external_auth",
             "ldap",
         );
+        check(
+            "rest_cherrypy: {port: 8000, trusted_proxies: [10.0.0.0/8, proxy]}",
+            "rest_cherrypy.trusted_proxies",
+            "\"proxy\" is not an address or CIDR block",
+        );
+        check(
+            "rest_cherrypy: {port: 8000}\nmax_tokens_per_user: 0",
+            "max_tokens_per_user",
+            "0 is not a number of tokens",
+        );
+        let c = load("rest_cherrypy: {port: 8000, trusted_proxies: [10.0.0.0/8, '::1']}\nmax_tokens_per_user: 3")
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.trusted_proxies.len(), 2);
+        assert_eq!(c.max_tokens_per_user, 3);
         assert!(serde_yaml_ng::from_str::<RawRestConfig>("port: 1\nthread_pool: 5").is_err());
     }
 }

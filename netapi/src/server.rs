@@ -25,7 +25,7 @@ use tower::ServiceExt;
 use crate::backend::{ApiError, Backend, Client, Identity, Low};
 use crate::config::{CLIENTS, Config, Tls};
 use crate::eauth::sorted_permissions;
-use crate::limit::LoginLimiter;
+use crate::limit::{Blocked, LoginLimiter, client_ip};
 use crate::low::{lowstate, parse_body, to_low};
 use crate::tokens::{Token, TokenStore};
 
@@ -174,6 +174,17 @@ fn request_token(headers: &HeaderMap) -> Option<String> {
 }
 
 impl Api {
+    /// The address a request's failed logins count against: the peer, or the client a
+    /// trusted proxy names in `X-Forwarded-For`.
+    fn source(&self, peer: SocketAddr, headers: &HeaderMap) -> std::net::IpAddr {
+        let xff: Vec<&str> = headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        client_ip(peer.ip().to_canonical(), &xff, &self.cfg.trusted_proxies)
+    }
+
     fn identity(&self, t: &Token, auth_type: &str) -> Identity {
         let ea = &self.cfg.external_auth;
         let groups = if ea.has_groups(&t.eauth) {
@@ -208,12 +219,16 @@ impl Api {
     ) -> Result<(Token, Option<Vec<Value>>), ApiError> {
         let s = |k: &str| creds.get(k).and_then(Value::as_str).unwrap_or_default();
         let (user, password, eauth) = (s("username"), s("password"), s("eauth"));
-        if let Some(wait) = self.limiter.blocked(ip, Instant::now()) {
-            tracing::warn!(%ip, user, "salt-api login refused: too many failed logins from this address");
+        if let Some(blocked) = self.limiter.blocked(ip, user, Instant::now()) {
+            let (wait, whom) = match blocked {
+                Blocked::User(w) => (w, format!(" for {user}")),
+                Blocked::Source(w) => (w, String::new()),
+            };
+            tracing::warn!(%ip, user, "salt-api login refused: too many failed logins{whom} from this address");
             return Err(ApiError {
                 status: 429,
                 message: format!(
-                    "Too many failed logins from {ip}: try again in {} seconds",
+                    "Too many failed logins from {ip}{whom}: try again in {} seconds",
                     wait.as_secs().max(1)
                 ),
             });
@@ -228,14 +243,14 @@ impl Api {
                 .await
         };
         let Some(acl) = verdict else {
-            self.limiter.failed(ip, Instant::now());
+            self.limiter.failed(ip, user, Instant::now());
             self.stats.login_failures.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(%ip, user, eauth, "salt-api login failed");
             return Err(ApiError::unauthorized(
                 "Could not authenticate using provided credentials",
             ));
         };
-        self.limiter.succeeded(ip);
+        self.limiter.succeeded(ip, user);
         self.stats.logins.fetch_add(1, Ordering::Relaxed);
         let t = self
             .tokens
@@ -372,7 +387,7 @@ async fn post_run(
         let mut out = Vec::new();
         for c in &chunks {
             let low = to_low(c, &api.cfg.enable_clients)?;
-            let who = api.chunk_identity(peer.ip(), c).await?;
+            let who = api.chunk_identity(api.source(peer, &headers), c).await?;
             api.run_into(who, low, &mut out).await?;
         }
         Ok::<_, ApiError>(json!({ "return": out }))
@@ -394,7 +409,7 @@ async fn post_login(
             None => Value::Object(Map::new()),
         };
         let creds = creds.as_object().cloned().unwrap_or_default();
-        let (t, _) = api.login(peer.ip(), &creds).await?;
+        let (t, _) = api.login(api.source(peer, &headers), &creds).await?;
         let who = api.identity(&t, "token");
         let perms = sorted_permissions(&who.perms);
         Ok::<_, ApiError>((t, perms))
@@ -461,13 +476,27 @@ async fn post_token(
                     "Client disabled: 'runner'. Add to 'netapi_enable_clients' master config option to enable.",
                 ));
             }
-            let (t, _) = api.login(peer.ip(), c).await.map_err(|e| {
+            let (t, acl) = api.login(api.source(peer, &headers), c).await.map_err(|e| {
                 if e.status == 401 {
                     ApiError::unauthorized("Authentication error occurred.")
                 } else {
                     e
                 }
             })?;
+            // Salt runs `auth.mk_token` through the runner client with these credentials, so
+            // a user whose eauth entries do not allow that runner gets no token (401).
+            let mut who = api.identity(&t, "eauth");
+            if let Some(acl) = acl {
+                who.perms = acl;
+            }
+            let kwarg: Map<String, Value> = ["username", "password", "eauth"]
+                .iter()
+                .filter_map(|k| c.get(*k).map(|v| ((*k).to_owned(), v.clone())))
+                .collect();
+            if let Err(e) = api.backend.may_run_runner(&who, "auth.mk_token", &kwarg) {
+                api.tokens.remove(&t.token);
+                return Err(e);
+            }
             out.push(json!({"token": t.token, "start": t.start, "expire": t.expire,
                             "name": t.name, "eauth": t.eauth}));
         }
@@ -500,6 +529,7 @@ fn low(client: Client, fun: &str, tgt: &str, kwarg: Map<String, Value>) -> Low {
     Low {
         client,
         fun: fun.into(),
+        multi: vec![],
         tgt: tgt.into(),
         tgt_type: "glob".into(),
         arg: vec![],
@@ -648,7 +678,7 @@ async fn post_keys(
             }
         };
         let low = to_low(&c, &api.cfg.enable_clients)?;
-        let who = api.chunk_identity(peer.ip(), &c).await?;
+        let who = api.chunk_identity(api.source(peer, &headers), &c).await?;
         let mut out = Vec::new();
         api.run_into(who, low, &mut out).await?;
         let data = out
@@ -831,8 +861,24 @@ async fn not_found(uri: http::Uri) -> Reply {
     error_page(404, &format!("The path '{}' was not found.", uri.path()))
 }
 
+/// Applies `max_tokens_per_user` to the token store and sweeps expired tokens every
+/// [`prune_every`](crate::tokens::prune_every) (`token_expire`, at most a minute) for as long
+/// as the server runs: the sweeper holds the API weakly and ends at its first tick after the
+/// server and its connections are gone. Tokens are files in this master's `cachedir`, so each
+/// replica of a cluster sweeps its own, once.
+fn start_token_upkeep(api: &Shared) {
+    api.tokens.set_max_per_user(api.cfg.max_tokens_per_user);
+    let weak = Arc::downgrade(api);
+    tokio::spawn(crate::tokens::prune_periodically(
+        api.tokens.clone(),
+        crate::tokens::prune_every(api.cfg.token_expire),
+        move || weak.strong_count() > 0,
+    ));
+}
+
 /// The routes, under `root_prefix`.
 fn router(api: Shared) -> Router {
+    start_token_upkeep(&api);
     let hook = api.cfg.webhook_url.clone();
     let counted = api.clone();
     let routes = Router::new()
