@@ -4,10 +4,15 @@
 //! Matching a target never holds the lock while it parses grains or runs a matcher: it takes a
 //! snapshot of shared pointers and matches outside, so a publish to 10,000 minions does not
 //! block subscriptions and returns behind it.
+//!
+//! A change made here (a subscription, a refresh, a clear) is handed to [`FactShare`], the seam
+//! a cluster fills to tell the other replicas and its database; only after the unchanged
+//! check, so a fleet that reconnects with the facts it had shares nothing. Facts another
+//! replica shared come in through [`FactStore::mirror`] and are not shared again.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use saltq_semantics::target::{MinionFacts, Target};
 use serde_json::{Map, Value};
@@ -57,10 +62,20 @@ struct DataFile {
     pillar: Option<Value>,
 }
 
+/// Where a minion's changed facts go besides this master's memory and disk: in a cluster, the
+/// other replicas and the database. Called outside the store's lock, with what the minion's
+/// facts are now (`None`: not known, or cleared).
+pub trait FactShare: Send + Sync {
+    /// `id`'s facts changed: grains as JSON text, and the pillar.
+    fn changed(&self, id: &str, grains: Option<&str>, pillar: Option<&Value>);
+}
+
 /// Grains and pillar per minion id, persisted on a writer thread.
 pub struct FactStore {
     facts: Mutex<HashMap<String, Facts>>,
     writer: MinionDataWriter,
+    /// Where changes made here are shared, once plugged in.
+    share: OnceLock<Arc<dyn FactShare>>,
 }
 
 impl FactStore {
@@ -85,14 +100,21 @@ impl FactStore {
         FactStore {
             facts: Mutex::new(facts),
             writer: MinionDataWriter::start(dir),
+            share: OnceLock::new(),
         }
+    }
+
+    /// From now on, hands every change made here to `share` (once; a second call is ignored).
+    pub fn share_with(&self, share: Arc<dyn FactShare>) {
+        let _ = self.share.set(share);
     }
 
     /// Changes one minion's facts and hands the result to the writer, unless nothing changed:
     /// a restarted master's whole fleet subscribes again with the grains and pillar it already
     /// has on disk, and rewriting 10,000 identical files would only cost the reconnect time.
-    fn update(&self, id: &str, change: impl FnOnce(&mut Facts)) {
-        let data = {
+    /// A change is shared too unless it came from the cluster (`shared`).
+    fn update(&self, id: &str, shared: bool, change: impl FnOnce(&mut Facts)) {
+        let (data, now) = {
             let mut m = self.facts.lock().unwrap_or_else(|e| e.into_inner());
             let f = m.entry(id.to_owned()).or_default();
             let before = f.clone();
@@ -100,15 +122,32 @@ impl FactStore {
             if *f == before {
                 return;
             }
-            f.to_json()
+            (f.to_json(), f.clone())
         };
         self.writer.write(id, data);
+        if !shared && let Some(share) = self.share.get() {
+            share.changed(
+                id,
+                now.grains.as_ref().map(|g| &*g.0),
+                now.pillar.as_deref(),
+            );
+        }
+    }
+
+    /// Replaces both grains and pillar with what another replica of the cluster shared
+    /// (`None`: not known there); not shared again.
+    pub fn mirror(&self, id: &str, grains: Option<&Value>, pillar: Option<Value>) {
+        let grains = grains.map(GrainsText::new);
+        self.update(id, true, |f| {
+            f.grains = grains;
+            f.pillar = pillar.map(Arc::new);
+        });
     }
 
     /// Replaces both grains and pillar (a subscription).
     pub fn set(&self, id: &str, grains: &Value, pillar: Value) {
         let grains = GrainsText::new(grains);
-        self.update(id, |f| {
+        self.update(id, false, |f| {
             f.grains = Some(grains);
             f.pillar = Some(Arc::new(pillar));
         });
@@ -117,12 +156,12 @@ impl FactStore {
     /// Replaces the grains.
     pub fn set_grains(&self, id: &str, grains: &Value) {
         let grains = GrainsText::new(grains);
-        self.update(id, |f| f.grains = Some(grains));
+        self.update(id, false, |f| f.grains = Some(grains));
     }
 
     /// Replaces the pillar.
     pub fn set_pillar(&self, id: &str, pillar: Value) {
-        self.update(id, |f| f.pillar = Some(Arc::new(pillar)));
+        self.update(id, false, |f| f.pillar = Some(Arc::new(pillar)));
     }
 
     /// Forgets the grains and/or pillar of a known minion (cache.clear_*).
@@ -135,7 +174,7 @@ impl FactStore {
         {
             return;
         }
-        self.update(id, |f| {
+        self.update(id, false, |f| {
             if grains {
                 f.grains = None;
             }
@@ -255,6 +294,62 @@ mod tests {
         store.flush();
         let text = std::fs::read_to_string(&file).unwrap();
         assert!(text.contains("\"db\""), "{text}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// One change shared: id, grains text, pillar.
+    type Shared = (String, Option<String>, Option<Value>);
+
+    /// Counts what is shared, per minion.
+    #[derive(Default)]
+    struct Counted(Mutex<Vec<Shared>>);
+
+    impl FactShare for Counted {
+        fn changed(&self, id: &str, grains: Option<&str>, pillar: Option<&Value>) {
+            self.0.lock().unwrap().push((
+                id.to_owned(),
+                grains.map(str::to_owned),
+                pillar.cloned(),
+            ));
+        }
+    }
+
+    #[test]
+    fn an_unchanged_reconnect_shares_nothing_and_mirrored_facts_are_not_shared_again() {
+        let dir = std::env::temp_dir().join(format!("saltq-facts-share-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let grains = json!({"os": "Debian"});
+        {
+            let store = FactStore::open(dir.clone());
+            store.set("web1", &grains, json!({"role": "web"}));
+            store.flush();
+        }
+        // A restarted replica: the minion reconnects with the facts it had.
+        let store = FactStore::open(dir.clone());
+        let counted = Arc::new(Counted::default());
+        store.share_with(counted.clone());
+        store.set("web1", &grains, json!({"role": "web"}));
+        assert_eq!(
+            counted.0.lock().unwrap().len(),
+            0,
+            "unchanged facts were shared"
+        );
+        // A change is shared, once, with the minion's facts as they are now.
+        store.set_pillar("web1", json!({"role": "db"}));
+        store.set_pillar("web1", json!({"role": "db"}));
+        assert_eq!(
+            *counted.0.lock().unwrap(),
+            vec![(
+                "web1".to_owned(),
+                Some(r#"{"os":"Debian"}"#.to_owned()),
+                Some(json!({"role": "db"}))
+            )]
+        );
+        // What another replica shared is kept here but not shared back.
+        store.mirror("db1", Some(&json!({"os": "Fedora"})), None);
+        assert_eq!(counted.0.lock().unwrap().len(), 1);
+        assert_eq!(store.cached("db1"), (Some(json!({"os": "Fedora"})), None));
+        store.flush();
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -312,8 +312,9 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
     let max = cfg.limits.max_message_size;
     let cluster = match &cfg.cluster {
         Some(c) => Some(
-            crate::cluster::Cluster::start(&cfg, c, shutdown.clone())
+            crate::cluster::Cluster::start(&cfg, c)
                 .await
+                .map(Arc::new)
                 .map_err(|e| {
                     let key = match e {
                         crate::cluster::ClusterError::Nats(_) => "cluster_nats",
@@ -340,15 +341,25 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         Some(c) => c.delivery(),
         None => Arc::new(crate::delivery::Subscriptions::default()),
     };
-    let mut master = Master::new(cfg, keys, cache, last_jid, bus, delivery, cluster);
+    let mut master = Master::new(cfg, keys, cache, last_jid, bus, delivery);
     master.certs = Some(live.clone());
     let master = Arc::new(master);
-    crate::cluster::sync(master.clone())
-        .await
-        .map_err(|e| StartError {
+    // A replica: the cluster fills the seams of facts and returns, and keeps keys and facts
+    // in line with the other replicas.
+    if let Some(c) = &cluster {
+        master.facts.share_with(c.clone());
+        master.share_returns_with(c.clone());
+        let seams = crate::cluster::Seams {
+            keys: master.keys.clone(),
+            facts: master.facts.clone(),
+            returns: master.followers.clone(),
+            metrics: master.metrics.clone(),
+        };
+        c.join(seams).await.map_err(|e| StartError {
             code: saltq_transport::config::EX_UNAVAILABLE,
             error: anyhow::Error::from(e).context("cannot join the cluster"),
         })?;
+    }
 
     let (health, health_svc) = tonic_health::server::health_reporter();
     health
@@ -469,11 +480,12 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
     if let Some(l) = http {
         let m = master.clone();
         let handshakes = listeners.handshakes();
+        let cluster = cluster.clone();
         tokio::spawn(saltq_transport::http::serve(
             l,
             move |req: saltq_transport::http::Request| {
-                let (m, handshakes) = (m.clone(), handshakes.clone());
-                async move { probe(&m, &handshakes, &req).await }
+                let (m, handshakes, c) = (m.clone(), handshakes.clone(), cluster.clone());
+                async move { probe(&m, &handshakes, c.as_deref(), &req).await }
             },
             shutdown.clone(),
         ));
@@ -485,6 +497,9 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
     }
     listeners.serve(Authorize::new(routes), shutdown).await;
     duties.abort();
+    if let Some(c) = &cluster {
+        c.stop().await;
+    }
     if let Some((queue, handle)) = event_return {
         queue.close();
         let _ = handle.await;
@@ -567,24 +582,18 @@ fn master_http_addr(cfg: &MasterConfig) -> Option<std::net::SocketAddr> {
 async fn probe(
     master: &Master,
     handshakes: &saltq_transport::server::HandshakeStats,
+    cluster: Option<&crate::cluster::Cluster>,
     req: &saltq_transport::http::Request,
 ) -> saltq_transport::http::Reply {
     match req.path.as_str() {
         "/healthz" => (200, "text/plain", "ok\n".into()),
         "/readyz" => match master.cache.check_writable().await {
             Err(e) => (503, "text/plain", format!("job cache not writable: {e}\n")),
-            Ok(())
-                if master
-                    .cluster
-                    .as_ref()
-                    .is_some_and(|c| !c.nats.is_connected()) =>
-            {
-                (
-                    503,
-                    "text/plain",
-                    "not connected to NATS (cluster_nats)\n".into(),
-                )
-            }
+            Ok(()) if cluster.is_some_and(|c| !c.is_connected()) => (
+                503,
+                "text/plain",
+                "not connected to NATS (cluster_nats)\n".into(),
+            ),
             Ok(()) => (200, "text/plain", "ready\n".into()),
         },
         "/metrics"
@@ -605,7 +614,7 @@ async fn probe(
             let gauges = crate::metrics::Gauges {
                 connected: master.connected_count(),
                 keys: keys.iter().map(|(s, n)| (s.name(), *n)).collect(),
-                cluster: master.cluster.as_ref().map(|c| c.gauges()),
+                cluster: cluster.map(|c| c.gauges()),
                 cache_transactions: master.cache.stats().transactions,
                 handshakes: crate::metrics::Handshakes::read(handshakes),
             };

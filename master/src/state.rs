@@ -34,7 +34,7 @@ pub struct Master {
     /// The validated config.
     pub cfg: MasterConfig,
     /// Minion keys.
-    pub keys: KeyStore,
+    pub keys: Arc<KeyStore>,
     /// The event bus.
     pub events: EventBus,
     /// The job cache.
@@ -42,15 +42,16 @@ pub struct Master {
     /// Counters and histograms for /metrics.
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Grains and pillar of every minion seen, for targeting.
-    pub facts: FactStore,
+    pub facts: Arc<FactStore>,
     /// Where jobs for minions go.
     pub delivery: Arc<dyn Delivery>,
     /// Jobs followed here, and the fan-out of their returns.
     pub followers: Arc<Followers>,
     /// Where jids come from: this master's clock, or the job cache other masters share.
     jids: Box<dyn JidSource>,
-    /// The cluster's connections, when this master is a replica (`cluster_id`).
-    pub cluster: Option<crate::cluster::Cluster>,
+    /// Where a stored return goes besides the followers here (the other replicas of a
+    /// cluster), once plugged in.
+    returns_elsewhere: std::sync::OnceLock<Arc<dyn ReturnSink>>,
     /// The TLS material in use: the CA that issues the certificates of keys made here
     /// (`key.gen_accept`) and the chain whose root a new minion pins. Set once at start.
     pub certs: Option<Arc<crate::certs::Live>>,
@@ -106,29 +107,31 @@ impl Master {
         last_jid: Option<Jid>,
         bus: Arc<dyn crate::events::Bus>,
         delivery: Arc<dyn Delivery>,
-        cluster: Option<crate::cluster::Cluster>,
     ) -> Master {
         let metrics = Arc::new(crate::metrics::Metrics::default());
         Master {
-            facts: FactStore::open(cfg.cachedir.join("minions")),
+            facts: Arc::new(FactStore::open(cfg.cachedir.join("minions"))),
             cfg,
-            keys,
+            keys: Arc::new(keys),
             events: EventBus::on(bus, metrics.clone()),
             metrics,
             delivery,
             followers: Arc::new(Followers::default()),
             jids: crate::jids::source_for(&cache, last_jid.as_ref()),
             cache,
-            cluster,
+            returns_elsewhere: std::sync::OnceLock::new(),
             certs: None,
         }
     }
 
+    /// From now on, also announces every stored return to `sink` (once; a second call is
+    /// ignored): a cluster's fan-out to the other replicas.
+    pub fn share_returns_with(&self, sink: Arc<dyn ReturnSink>) {
+        let _ = self.returns_elsewhere.set(sink);
+    }
+
     /// Records a minion's subscription, grains and pillar; returns the connection id.
     pub fn subscribe(&self, id: &str, grains: &Value, pillar: Value, tx: SubscriptionTx) -> u64 {
-        if let Some(c) = &self.cluster {
-            c.share_facts(id, grains, &pillar);
-        }
         self.facts.set(id, grains, pillar);
         let conn_id = self.delivery.attach(id, tx);
         if self.cfg.presence_events {
@@ -383,8 +386,8 @@ impl Master {
                 nanos: now.timestamp_subsec_nanos() as i32,
             }),
         });
-        if let Some(c) = &self.cluster {
-            c.share_return(&ret);
+        if let Some(elsewhere) = self.returns_elsewhere.get() {
+            elsewhere.announce(ret.clone());
         }
         self.followers.announce(ret);
         Ok(true)

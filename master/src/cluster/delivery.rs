@@ -9,22 +9,26 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::counts::Counts;
+use super::nats::{Nats, NatsError};
+use super::outbox::Outbox;
+use super::routes::Routes;
+use super::tasks::Tasks;
+use crate::delivery::{Delivered, Delivery, SubscriptionTx, Subscriptions};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::future::{BoxFuture, join_all};
 use prost::Message;
 use saltq_proto::cluster::v1 as cpb;
 use saltq_proto::v1 as pb;
-use tokio::sync::{mpsc, watch};
-
-use super::nats::{Nats, NatsError};
-use super::routes::Routes;
-use crate::delivery::{Delivered, Delivery, SubscriptionTx, Subscriptions};
 
 /// How often a replica says it is alive; three silent periods and it is taken for dead.
 const HEARTBEAT: Duration = Duration::from_secs(2);
 /// How long a replica asked to deliver may take to answer.
 const DELIVER_TIMEOUT: Duration = Duration::from_secs(3);
+/// Route changes waiting for NATS at most; past that they are dropped (and counted), and the
+/// next snapshot repairs what the others missed.
+const QUEUE: usize = 65_536;
 
 /// The cluster's delivery for one replica.
 pub struct ClusterDelivery {
@@ -32,7 +36,7 @@ pub struct ClusterDelivery {
     routes: Arc<Mutex<Routes>>,
     nats: Nats,
     /// Route changes of this replica, sent in order by a task.
-    updates: mpsc::UnboundedSender<cpb::RoutesUpdate>,
+    updates: Outbox<cpb::RoutesUpdate>,
 }
 
 fn now_ms() -> i64 {
@@ -40,19 +44,31 @@ fn now_ms() -> i64 {
 }
 
 impl ClusterDelivery {
-    /// Starts listening for the other replicas' routes and delivery requests, and says hello.
+    /// Starts listening for the other replicas' routes and delivery requests, and says hello;
+    /// route changes dropped for a full queue are counted in `dropped` as `routes`.
     pub async fn start(
         nats: Nats,
-        mut shutdown: watch::Receiver<bool>,
+        dropped: Arc<Counts>,
+        tasks: &Tasks,
     ) -> Result<Arc<ClusterDelivery>, NatsError> {
         let me = nats.replica().to_owned();
         let routes = Arc::new(Mutex::new(Routes::new(&me, HEARTBEAT * 3)));
         let routes_subject = nats.subject("routes");
-        let mut inbound_routes = nats.subscribe(routes_subject.clone()).await?;
+        let mut inbound_routes = nats.subscribe_others(routes_subject.clone()).await?;
         let mut requests = nats
             .subscribe(nats.subject(&format!("deliver.{me}")))
             .await?;
-        let (updates, mut queued) = mpsc::unbounded_channel::<cpb::RoutesUpdate>();
+        // This replica's route changes, in order.
+        let updates = Outbox::start(
+            "routes",
+            QUEUE,
+            nats.clone(),
+            move |u: cpb::RoutesUpdate| {
+                Some((routes_subject.clone(), Bytes::from(u.encode_to_vec())))
+            },
+            dropped,
+            tasks,
+        );
         let this = Arc::new(ClusterDelivery {
             local: Subscriptions::default(),
             routes: routes.clone(),
@@ -60,31 +76,10 @@ impl ClusterDelivery {
             updates,
         });
 
-        // This replica's route changes, in order.
-        let out = nats.clone();
-        let subject = routes_subject.clone();
-        tokio::spawn(async move {
-            while let Some(u) = queued.recv().await {
-                let goodbye = u.op == cpb::RoutesOp::Goodbye as i32;
-                if let Err(e) = out
-                    .publish(subject.clone(), Bytes::from(u.encode_to_vec()))
-                    .await
-                {
-                    tracing::warn!("cluster routes not sent: {e}");
-                }
-                if goodbye {
-                    break;
-                }
-            }
-        });
-
         // The other replicas' routes.
         let d = this.clone();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             while let Some(m) = inbound_routes.next().await {
-                if m.replica == d.me() {
-                    continue;
-                }
                 let Ok(u) = cpb::RoutesUpdate::decode(m.payload) else {
                     tracing::warn!(replica = %m.replica, "undecodable routes update");
                     continue;
@@ -95,7 +90,7 @@ impl ClusterDelivery {
 
         // Delivery requests from the other replicas.
         let d = this.clone();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             while let Some(m) = requests.next().await {
                 let Some(reply) = m.reply else { continue };
                 let sent = match cpb::DeliverRequest::decode(m.payload) {
@@ -115,19 +110,14 @@ impl ClusterDelivery {
             }
         });
 
-        // Heartbeats, expiry of silent replicas, a snapshot now and then, goodbye at shutdown.
+        // Heartbeats, expiry of silent replicas, a snapshot now and then. The goodbye is
+        // [`ClusterDelivery::goodbye`], at stop.
         let d = this.clone();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             let mut tick = tokio::time::interval(HEARTBEAT);
             let mut beats = 0u32;
             loop {
-                tokio::select! {
-                    _ = tick.tick() => {}
-                    _ = shutdown.wait_for(|s| *s) => {
-                        d.send(cpb::RoutesOp::Goodbye, Vec::new());
-                        return;
-                    }
-                }
+                tick.tick().await;
                 beats += 1;
                 // Every 30 s a full snapshot repairs whatever a lost message left wrong.
                 if beats.is_multiple_of(15) {
@@ -146,7 +136,7 @@ impl ClusterDelivery {
         // this one theirs.
         let d = this.clone();
         let mut reconnects = nats.reconnects();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             while reconnects.changed().await.is_ok() {
                 d.send_snapshot();
                 d.send(cpb::RoutesOp::Hello, Vec::new());
@@ -155,6 +145,12 @@ impl ClusterDelivery {
 
         this.send(cpb::RoutesOp::Hello, Vec::new());
         Ok(this)
+    }
+
+    /// Tells the other replicas this one is leaving, so they drop its routes at once (queued
+    /// before the replica's tasks stop, which publish what is queued).
+    pub fn goodbye(&self) {
+        self.send(cpb::RoutesOp::Goodbye, Vec::new());
     }
 
     /// Subscriptions held here, and the replicas heard from recently (this one included).
@@ -185,7 +181,7 @@ impl ClusterDelivery {
     }
 
     fn send(&self, op: cpb::RoutesOp, routes: Vec<cpb::Route>) {
-        let _ = self.updates.send(cpb::RoutesUpdate {
+        self.updates.send(cpb::RoutesUpdate {
             replica: self.me().to_owned(),
             op: op as i32,
             routes,

@@ -7,15 +7,16 @@
 //! listens, and a replica that was away has nobody to replay them to (ARCHITECTURE.md).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tokio::sync::mpsc;
 
+use super::counts::Counts;
 use super::nats::Nats;
+use super::outbox::Outbox;
+use super::tasks::Tasks;
 use crate::events::{Bus, Event, EventStream, LocalBus};
 
 /// Events waiting for NATS at most; past that, new ones are dropped (and counted) rather than
@@ -32,28 +33,24 @@ struct WireEvent {
 /// The cluster's bus for one replica.
 pub struct ClusterBus {
     local: Arc<LocalBus>,
-    outbox: mpsc::Sender<Arc<Event>>,
-    /// Events dropped because NATS could not take them fast enough.
-    pub dropped: Arc<AtomicU64>,
+    outbox: Outbox<Arc<Event>>,
 }
 
 impl ClusterBus {
-    /// Starts forwarding this replica's events to NATS and the others' to the local bus.
+    /// Starts forwarding this replica's events to NATS and the others' to the local bus;
+    /// events dropped for a full queue are counted in `dropped` as `events`.
     pub async fn start(
         nats: Nats,
         capacity: usize,
+        dropped: Arc<Counts>,
+        tasks: &Tasks,
     ) -> Result<Arc<ClusterBus>, super::nats::NatsError> {
         let subject = nats.subject("events");
         let local = Arc::new(LocalBus::new(capacity));
-        let mut inbound = nats.subscribe(subject.clone()).await?;
-        let (outbox, mut queued) = mpsc::channel::<Arc<Event>>(QUEUE);
-        let me = nats.replica().to_owned();
+        let mut inbound = nats.subscribe_others(subject.clone()).await?;
         let to_local = local.clone();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             while let Some(m) = inbound.next().await {
-                if m.replica == me {
-                    continue;
-                }
                 match serde_json::from_slice::<WireEvent>(&m.payload) {
                     Ok(e) => to_local.publish(Arc::new(Event {
                         tag: e.tag,
@@ -65,34 +62,29 @@ impl ClusterBus {
                 }
             }
         });
-        tokio::spawn(async move {
-            while let Some(e) = queued.recv().await {
+        let outbox = Outbox::start(
+            "events",
+            QUEUE,
+            nats,
+            move |e: Arc<Event>| {
                 let wire = WireEvent {
                     tag: e.tag.clone(),
                     data: e.data.clone(),
                 };
-                let Ok(body) = serde_json::to_vec(&wire) else {
-                    continue;
-                };
-                if let Err(err) = nats.publish(subject.clone(), Bytes::from(body)).await {
-                    tracing::warn!(tag = %e.tag, "event not sent to the other replicas: {err}");
-                }
-            }
-        });
-        Ok(Arc::new(ClusterBus {
-            local,
-            outbox,
-            dropped: Arc::default(),
-        }))
+                let body = serde_json::to_vec(&wire).ok()?;
+                Some((subject.clone(), Bytes::from(body)))
+            },
+            dropped,
+            tasks,
+        );
+        Ok(Arc::new(ClusterBus { local, outbox }))
     }
 }
 
 impl Bus for ClusterBus {
     fn publish(&self, event: Arc<Event>) {
         self.local.publish(event.clone());
-        if self.outbox.try_send(event).is_err() {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-        }
+        self.outbox.send(event);
     }
 
     fn subscribe(&self) -> EventStream {

@@ -38,14 +38,15 @@ impl Leadership for PgLeadership {
 }
 
 impl PgLeadership {
-    /// Starts contending for the lock of `cluster_id` on the database of `url`, until
-    /// `shutdown`.
-    pub fn start(url: &str, cluster_id: &str, shutdown: watch::Receiver<bool>) -> PgLeadership {
+    /// Starts contending for the lock of `cluster_id` on the database of `url`, until the
+    /// replica stops.
+    pub fn start(url: &str, cluster_id: &str, tasks: &super::tasks::Tasks) -> PgLeadership {
+        let shutdown = tasks.stopping();
         let (held, _) = watch::channel(false);
         let key = lock_key(cluster_id);
         let config = url.parse::<Config>();
         let tx = held.clone();
-        tokio::spawn(async move {
+        tasks.spawn_watching(async move {
             let mut config = match config {
                 Ok(c) => c,
                 Err(e) => {

@@ -185,6 +185,13 @@ impl Nats {
         self.client.connection_state() == async_nats::connection::State::Connected
     }
 
+    /// Waits until what was published so far has left for the server (a replica stopping).
+    pub async fn flush(&self) {
+        if let Err(e) = self.client.flush().await {
+            tracing::warn!("NATS messages not flushed: {e}");
+        }
+    }
+
     /// Publishes `payload` on `subject`, naming this replica. Core NATS: at most once, to the
     /// subscribers present now. An error means the client's queue is closed.
     pub async fn publish(&self, subject: String, payload: Bytes) -> Result<(), String> {
@@ -220,6 +227,19 @@ impl Nats {
             payload: m.payload,
             reply: m.reply.map(|r| r.to_string()),
         }))
+    }
+
+    /// Every message on `subject` from now on sent by the other replicas: the one place a
+    /// replica skips what it sent itself.
+    pub async fn subscribe_others(
+        &self,
+        subject: String,
+    ) -> Result<impl Stream<Item = Inbound> + Send + Unpin + use<>, NatsError> {
+        let me = self.replica.clone();
+        Ok(self
+            .subscribe(subject)
+            .await?
+            .filter(move |m| std::future::ready(m.replica != me)))
     }
 
     /// Sends a request on `subject` and waits up to `timeout` for the answer.

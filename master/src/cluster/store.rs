@@ -171,18 +171,34 @@ impl ClusterStore {
             .collect())
     }
 
-    /// Records a minion's grains and pillar (JSON text).
-    pub async fn put_facts(&self, id: &str, grains: &str, pillar: &str) -> Result<(), StoreError> {
+    /// Records minions' grains and pillar (JSON text), `(id, grains, pillar)`, in one
+    /// statement; of two rows for one id the later wins.
+    pub async fn put_facts(&self, rows: &[(String, String, String)]) -> Result<(), StoreError> {
+        // One statement may not change a row twice: keep each id's last row.
+        let mut last: std::collections::HashMap<&str, usize> = Default::default();
+        for (i, (id, _, _)) in rows.iter().enumerate() {
+            last.insert(id, i);
+        }
+        let mut keep: Vec<usize> = last.into_values().collect();
+        keep.sort_unstable();
+        if keep.is_empty() {
+            return Ok(());
+        }
+        let column = |f: fn(&(String, String, String)) -> &String| -> Vec<&str> {
+            keep.iter().map(|&i| f(&rows[i]).as_str()).collect()
+        };
+        let (ids, grains, pillars) = (column(|r| &r.0), column(|r| &r.1), column(|r| &r.2));
         let p = &self.prefix;
         let c = self.client().await?;
         self.statements.add("facts", 1);
         c.execute(
             &format!(
-                "INSERT INTO {p}saltq_cluster_minions (id, grains, pillar) VALUES ($1, $2, $3)
+                "INSERT INTO {p}saltq_cluster_minions (id, grains, pillar)
+                 SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
                  ON CONFLICT (id) DO UPDATE
                  SET grains = EXCLUDED.grains, pillar = EXCLUDED.pillar, updated_at = now()"
             ),
-            &[&id, &grains, &pillar],
+            &[&ids, &grains, &pillars],
         )
         .await
         .map_err(|e| e.to_string())?;
