@@ -11,6 +11,11 @@
 //! entries are regular expressions matched at the start of the name, `{target: [...]}` entries
 //! apply to the minions the target glob matches, and `@runner`, `@wheel`, `@<module>` grant
 //! runner and wheel functions. Nothing is exempt, whatever the user's name.
+//!
+//! Firing an event (`EventService.FireEvent`, the `event.send` runner) follows `tags.rs`: the
+//! right to fire any tag outside the master's namespaces is the right to run `event.send` (as
+//! in Salt, where firing arbitrary tags takes that runner); without it a client fires only under
+//! `salt/netapi/hook/`, as salt-api's `/hook` lets any authenticated user.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +23,11 @@ use saltq_semantics::python::fnmatch;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use tonic::Status;
+
+use crate::tags::{ClientRight, check_client_tag};
+
+/// The runner that fires an event.
+const EVENT_SEND: &str = "event.send";
 
 /// One `publisher_acl` entry: a function glob for any target, or `{target_glob: [function
 /// conditions]}`.
@@ -404,19 +414,47 @@ impl Acl {
     /// May `who` run runner `fun` with `call`'s arguments?
     pub fn runner(&self, who: &Caller, fun: &str, call: CallArgs) -> Result<(), Status> {
         match who {
-            Caller::Cert(name) => self.check_runner(name, fun),
+            Caller::Cert(name) => self.check_runner(name, fun)?,
             Caller::Eauth {
                 user,
                 auth_type,
                 perms,
             } => {
-                if eauth_spec(perms, fun, "runner", call) {
-                    Ok(())
-                } else {
-                    Err(eauth_refused(user, auth_type))
+                if !eauth_spec(perms, fun, "runner", call) {
+                    return Err(eauth_refused(user, auth_type));
                 }
             }
         }
+        if fun == EVENT_SEND {
+            self.event_send_tag(who, call)?;
+        }
+        Ok(())
+    }
+
+    /// `event.send` run by a caller who may run it: its tag, bound from the call's arguments as
+    /// the runner binds them, must be outside the master's namespaces (the `admin` certificate
+    /// excepted). Arguments that do not bind fire nothing: the runner fails on them itself.
+    fn event_send_tag(&self, who: &Caller, call: CallArgs) -> Result<(), Status> {
+        let Some(spec) = crate::runners::table()
+            .into_iter()
+            .find(|r| r.spec.name == EVENT_SEND)
+            .map(|r| &r.spec)
+        else {
+            return Ok(());
+        };
+        let bound = spec.bind(call.arg.to_vec(), call.kwarg.cloned().unwrap_or_default());
+        let Some(tag) = bound
+            .ok()
+            .and_then(|a| a.str("tag"))
+            .filter(|t| !t.is_empty())
+        else {
+            return Ok(());
+        };
+        let right = match who {
+            Caller::Cert(name) if name == ADMIN => ClientRight::Admin,
+            _ => ClientRight::EventSend,
+        };
+        check_client_tag(who.name(), right, &tag).map_err(Status::permission_denied)
     }
 
     /// May `who` call wheel function `fun` with `call`'s arguments?
@@ -435,6 +473,33 @@ impl Acl {
                 }
             }
         }
+    }
+
+    /// What `who` may fire besides `salt/netapi/hook/`: the `admin` certificate anything, a
+    /// caller who may run `event.send` (checked with `call`'s arguments) any tag outside the
+    /// master's namespaces.
+    fn event_right(&self, who: &Caller, call: CallArgs) -> ClientRight {
+        let may_send = match who {
+            Caller::Cert(name) if name == ADMIN => return ClientRight::Admin,
+            Caller::Cert(name) => self.check_runner(name, EVENT_SEND).is_ok(),
+            Caller::Eauth { perms, .. } => eauth_spec(perms, EVENT_SEND, "runner", call),
+        };
+        if may_send {
+            ClientRight::EventSend
+        } else {
+            ClientRight::HookOnly
+        }
+    }
+
+    /// May `who` fire `tag` (`EventService.FireEvent`)? The refusal names the tag and the rule.
+    pub fn fire(&self, who: &Caller, tag: &str) -> Result<(), Status> {
+        let arg = [Value::String(tag.to_owned())];
+        let call = CallArgs {
+            arg: &arg,
+            kwarg: None,
+        };
+        check_client_tag(who.name(), self.event_right(who, call), tag)
+            .map_err(Status::permission_denied)
     }
 
     /// May `who` read the job cache with `fun` (a `jobs.*` runner)?
@@ -809,6 +874,125 @@ mod tests {
         assert_eq!(
             check_arg_specs(Some(&bad)),
             Err("ci: web*: cmd.run: args must be a list, not \"ls\"".into())
+        );
+    }
+    /// Firing events (`FireEvent`, `event.send`): the admin certificate fires anything; the right
+    /// to run `event.send` fires anything outside the master's namespaces; everyone else only
+    /// under `salt/netapi/hook/`.
+    #[test]
+    fn firing_needs_event_send_outside_the_hook_and_never_reaches_the_masters_tags() {
+        let cert = |n: &str| Caller::Cert(n.into());
+        let tag = |t: &str| [json!(t)];
+        let denied = |r: Result<(), Status>, needle: &str| {
+            let e = r.expect_err(needle);
+            assert_eq!(e.code(), tonic::Code::PermissionDenied, "{e:?}");
+            assert!(e.message().contains(needle), "{e:?}");
+        };
+        // Without an ACL every client may run event.send, so anything but the master's tags.
+        let open = Acl::default();
+        assert!(open.fire(&cert("nobody"), "myapp/x").is_ok());
+        assert!(open.fire(&cert("nobody"), "salt/netapi/hook/x").is_ok());
+        for t in [
+            "salt/minion/db1/start",
+            "salt/auth",
+            "Salt//auth",
+            "salt/job/1/ret/db1",
+        ] {
+            denied(
+                open.fire(&cert("nobody"), t),
+                "only the master's admin certificate",
+            );
+            assert!(open.fire(&cert(ADMIN), t).is_ok(), "{t}");
+        }
+        let acl = Acl {
+            publisher: Some(
+                serde_yaml_ng::from_str("alice: ['@runner']\ncarol: ['test.*']\n").unwrap(),
+            ),
+            runner: Some(serde_yaml_ng::from_str("bob: ['event.*']\n").unwrap()),
+            client: None,
+        };
+        for who in ["alice", "bob"] {
+            assert!(acl.fire(&cert(who), "myapp/x").is_ok(), "{who}");
+            denied(
+                acl.fire(&cert(who), "salt/minion/db1/start"),
+                "belong to the minions",
+            );
+        }
+        for who in ["carol", "nobody"] {
+            assert!(acl.fire(&cert(who), "salt/netapi/hook/x").is_ok(), "{who}");
+            denied(
+                acl.fire(&cert(who), "myapp/x"),
+                "without the right to run the event.send runner",
+            );
+        }
+        // The event.send runner: its tag bound as the runner binds it, positional or keyword.
+        let call = |arg: &[Value], kw: Option<&Map<String, Value>>| {
+            acl.runner(&cert("alice"), "event.send", CallArgs { arg, kwarg: kw })
+        };
+        assert!(call(&tag("myapp/x"), None).is_ok());
+        denied(
+            call(&tag("salt/minion/db1/start"), None),
+            "belong to the minions",
+        );
+        let kw = json!({"tag": "Salt//auth"});
+        denied(call(&[], kw.as_object()), "belong to the master");
+        let packed = [json!({"__kwarg__": true, "tag": "salt/key"})];
+        denied(call(&packed, None), "belong to the master");
+        // Arguments that do not bind fire nothing; the runner reports them.
+        assert!(call(&[], None).is_ok());
+        assert!(
+            acl.runner(
+                &cert(ADMIN),
+                "event.send",
+                CallArgs {
+                    arg: &tag("salt/auth"),
+                    kwarg: None
+                }
+            )
+            .is_ok()
+        );
+        denied(
+            acl.runner(
+                &cert("carol"),
+                "event.send",
+                CallArgs {
+                    arg: &tag("myapp/x"),
+                    kwarg: None,
+                },
+            ),
+            "may not run runner event.send",
+        );
+        // A salt-api user: @runner grants event.send; arguments may restrict the tags.
+        let eauth = |perms: &str| Caller::Eauth {
+            user: "dave".into(),
+            auth_type: "token".into(),
+            perms: serde_yaml_ng::from_str(perms).unwrap(),
+        };
+        let runner = eauth("['@runner']");
+        assert!(open.fire(&runner, "myapp/x").is_ok());
+        denied(open.fire(&runner, "salt/auth"), "belong to the master");
+        denied(
+            open.runner(
+                &runner,
+                "event.send",
+                CallArgs {
+                    arg: &tag("salt/auth"),
+                    kwarg: None,
+                },
+            ),
+            "belong to the master",
+        );
+        let some = eauth("[{'@runner': [{'event.send': {args: ['myapp/']}}]}]");
+        assert!(open.fire(&some, "myapp/x").is_ok());
+        denied(
+            open.fire(&some, "other/x"),
+            "without the right to run the event.send runner",
+        );
+        let none = eauth("['test.*']");
+        assert!(open.fire(&none, "salt/netapi/hook/x").is_ok());
+        denied(
+            open.fire(&none, "myapp/x"),
+            "without the right to run the event.send runner",
         );
     }
 }

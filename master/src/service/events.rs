@@ -1,4 +1,5 @@
-//! EventService: watch the bus with a tag filter, and fire events.
+//! EventService: watch the bus with a tag filter, and fire events (the tags a caller may fire
+//! are `tags.rs`'s rules, checked by `acl.rs`).
 
 use std::sync::Arc;
 
@@ -87,11 +88,13 @@ impl EventService for EventApi {
         &self,
         req: Request<pb::FireEventRequest>,
     ) -> Result<Response<pb::FireEventResponse>, Status> {
-        super::client_name(&req)?;
+        let who = super::caller(&req)?;
         let r = req.into_inner();
         if r.tag.is_empty() {
             return Err(Status::invalid_argument("event tag must not be empty"));
         }
+        // Who may fire what (`tags.rs`): the refusal names the tag and the rule.
+        self.master.cfg.acl.fire(&who, &r.tag)?;
         self.master
             .events
             .fire(r.tag, Value::Object(value::opt_struct(r.data.as_ref())));
