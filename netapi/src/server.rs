@@ -742,6 +742,35 @@ pub fn keys_tarball(ret: &Value) -> std::io::Result<Vec<u8>> {
     b.into_inner()
 }
 
+/// The tag `/hook/<path>` fires: `salt/netapi/hook` and the path's segments, as Salt's
+/// `Webhook.POST` joins them, with empty and `.` segments dropped. A `..` segment or a control
+/// character is refused, so the tag never reads as one outside `salt/netapi/hook/` (the master's
+/// tag rules, `master/src/tags.rs`, read tags the same way).
+fn hook_tag(path: Option<&str>) -> Result<String, ApiError> {
+    let mut tag = String::from("salt/netapi/hook");
+    let path = path.unwrap_or_default();
+    for seg in path.split('/') {
+        if seg.chars().any(char::is_control) {
+            return Err(ApiError::bad_request(format!(
+                "webhook path {path:?} holds a control character"
+            )));
+        }
+        match seg.trim() {
+            "" | "." => {}
+            ".." => {
+                return Err(ApiError::bad_request(format!(
+                    "webhook path {path:?} has a \"..\" segment"
+                )));
+            }
+            _ => {
+                tag.push('/');
+                tag.push_str(seg);
+            }
+        }
+    }
+    Ok(tag)
+}
+
 async fn post_hook(
     State(api): State<Shared>,
     tag: Option<Path<String>>,
@@ -752,6 +781,7 @@ async fn post_hook(
         if !api.cfg.webhook_disable_auth {
             api.session(&headers)?;
         }
+        let full = hook_tag(tag.as_ref().map(|Path(t)| t.as_str()))?;
         let post = body_data(&headers, &body)?.unwrap_or_else(|| json!({}));
         let raw = String::from_utf8_lossy(&body).into_owned();
         let hdrs: BTreeMap<String, String> = headers
@@ -764,14 +794,6 @@ async fn post_hook(
                 )
             })
             .collect();
-        let mut full = "salt/netapi/hook".to_owned();
-        if let Some(Path(t)) = tag {
-            let t = t.trim_matches('/');
-            if !t.is_empty() {
-                full.push('/');
-                full.push_str(t);
-            }
-        }
         api.stats.hooks.fetch_add(1, Ordering::Relaxed);
         api.backend
             .fire(full, json!({"body": raw, "post": post, "headers": hdrs}));
@@ -1083,6 +1105,32 @@ mod tests {
             sse_frame("salt/job/1/new", &json!({"jid": "1"})),
             "tag: salt/job/1/new\ndata: {\"data\": {\"jid\": \"1\"}, \"tag\": \"salt/job/1/new\"}\n\n"
         );
+    }
+
+    /// `/hook/<path>` fires under `salt/netapi/hook/` whatever the path spells.
+    #[test]
+    fn hook_tags_stay_under_the_hook() {
+        for (path, tag) in [
+            (None, "salt/netapi/hook"),
+            (Some(""), "salt/netapi/hook"),
+            (
+                Some("mycompany/build/success"),
+                "salt/netapi/hook/mycompany/build/success",
+            ),
+            (Some("/a//b/./c/"), "salt/netapi/hook/a/b/c"),
+            (Some("..."), "salt/netapi/hook/..."),
+        ] {
+            assert_eq!(hook_tag(path).as_deref(), Ok(tag), "{path:?}");
+        }
+        for (path, why) in [
+            ("../../auth", "has a \"..\" segment"),
+            ("a/ .. /minion/db1/start", "has a \"..\" segment"),
+            ("x\ntag: salt/auth", "holds a control character"),
+        ] {
+            let e = hook_tag(Some(path)).unwrap_err();
+            assert_eq!(e.status, 400, "{path:?}");
+            assert_eq!(e.message, format!("webhook path {path:?} {why}"));
+        }
     }
 
     #[test]
