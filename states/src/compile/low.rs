@@ -4,7 +4,10 @@
 use saltq_semantics::python::{fnmatch, str as py_str};
 use serde_json::{Map, Value, json};
 
-use crate::run::requisite::Requisite;
+use crate::run::requisite::Direction::{In, Own};
+use crate::run::requisite::Requisite::{
+    self, Onchanges, Onfail, OnfailStop, Prereq, Require, Use, Watch,
+};
 
 /// The first key of a one-key argument dict.
 fn first_key(v: &Value) -> Option<&str> {
@@ -264,8 +267,11 @@ pub fn verify_high(high: &Map<String, Value>) -> Vec<String> {
                                  to be formed as a list"
                             ));
                         }
-                        if ["require", "watch", "prereq", "onchanges"].contains(&argfirst.as_str())
-                        {
+                        // Salt's verify_high checks these four requisites' lists only.
+                        if matches!(
+                            Requisite::parse(argfirst),
+                            Some((Require | Watch | Prereq | Onchanges, Own))
+                        ) {
                             if let Value::Array(list) = val {
                                 reqs.retain(|(n, _, _)| n != name);
                                 reqs.push((name.clone(), state.clone(), Vec::new()));
@@ -344,7 +350,7 @@ pub fn verify_high(high: &Map<String, Value>) -> Vec<String> {
                 }
             }
             if fun == 0 {
-                if state == "require" || state == "watch" {
+                if matches!(Requisite::parse(state), Some((Require | Watch, Own))) {
                     continue;
                 }
                 errors.push(format!(
@@ -424,10 +430,15 @@ fn extend_arg(extend: &mut Map<String, Value>, id: &str, state: &str, arg: Value
 /// `requisite_in`: the `_in` requisites, `use` and `prereq` turned into extensions of the
 /// states they name, then reconciled (strictly).
 pub fn requisite_in(high: &mut Map<String, Value>, disabled: &[String]) -> Vec<String> {
-    const REQ_IN_ALL_EXTRA: &[&str] = &["require", "watch", "onfail", "onfail_stop", "onchanges"];
-    let ignored = |k: &str, own: &[String]| {
-        Requisite::is_req_in(k) || REQ_IN_ALL_EXTRA.contains(&k) || own.iter().any(|o| o == k)
+    // Salt's `req_in_all`: `req_in` and these requisites are not copied by `use`.
+    let req_in_all = |k: &str| {
+        Requisite::is_req_in(k)
+            || matches!(
+                Requisite::parse(k),
+                Some((Require | Watch | Onfail | OnfailStop | Onchanges, Own))
+            )
     };
+    let ignored = |k: &str, own: &[String]| req_in_all(k) || own.iter().any(|o| o == k);
     let mut extend: Map<String, Value> = Map::new();
     let mut errors = Vec::new();
     let snapshot = high.clone();
@@ -522,7 +533,7 @@ pub fn requisite_in(high: &mut Map<String, Value>, disabled: &[String]) -> Vec<S
                     }
                     for (name, hstate) in hinges.clone() {
                         let hstate = hstate.split('.').next().unwrap_or(&hstate).to_owned();
-                        if key == "prereq_in" {
+                        if Requisite::parse(key) == Some((Prereq, In)) {
                             extend_arg(
                                 &mut extend,
                                 id,
@@ -530,7 +541,7 @@ pub fn requisite_in(high: &mut Map<String, Value>, disabled: &[String]) -> Vec<S
                                 json!({"prerequired": [{hstate.clone(): name.clone()}]}),
                             );
                         }
-                        if key == "prereq" {
+                        if Requisite::parse(key) == Some((Prereq, Own)) {
                             for (ext_id, req_state) in find_name(&name, &hstate, &snapshot, true) {
                                 extend_arg(
                                     &mut extend,
@@ -541,7 +552,7 @@ pub fn requisite_in(high: &mut Map<String, Value>, disabled: &[String]) -> Vec<S
                             }
                             continue;
                         }
-                        if key == "use_in" {
+                        if Requisite::parse(key) == Some((Use, In)) {
                             for (ext_id, req_state) in find_name(&name, &hstate, &snapshot, true) {
                                 let ext_args = state_args(&ext_id, &hstate, &snapshot);
                                 extend
@@ -566,7 +577,7 @@ pub fn requisite_in(high: &mut Map<String, Value>, disabled: &[String]) -> Vec<S
                             }
                             continue;
                         }
-                        if key == "use" {
+                        if Requisite::parse(key) == Some((Use, Own)) {
                             for (ext_id, req_state) in find_name(&name, &hstate, &snapshot, true) {
                                 let loc_args = state_args(id, state, &snapshot);
                                 extend
