@@ -8,6 +8,7 @@ mod cli;
 mod cluster;
 mod failover;
 mod fileserver;
+mod flood;
 mod foundation;
 mod fuzz_grpc;
 mod fuzz_saltapi;
