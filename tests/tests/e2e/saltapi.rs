@@ -18,6 +18,7 @@ use saltq_tests::{Master, Minion, eventually};
 
 mod batchkeys;
 mod config;
+mod python_args;
 mod tls;
 use serde_json::{Value, json};
 
