@@ -174,3 +174,144 @@ fn a_master_short_of_descriptors_answers_on_http2_while_salt_api_is_flooded() {
     drop(held);
     master.stop();
 }
+
+/// A connection from `source` to `to`, or `None` when refused or reset.
+fn connect_from(source: std::net::IpAddr, to: SocketAddr) -> Option<TcpStream> {
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).ok()?;
+    sock.bind(&SocketAddr::new(source, 0).into()).ok()?;
+    sock.connect_timeout(&to.into(), Duration::from_secs(2))
+        .ok()?;
+    Some(sock.into())
+}
+
+fn count_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Pings the swarm; how many of its minions answered `true`.
+fn ping_swarm(master: &Master) -> usize {
+    let o = master.saltq(&[
+        "swarm-*",
+        "test.ping",
+        "--out",
+        "json",
+        "--static",
+        "-t",
+        "20",
+    ]);
+    serde_json::from_str::<serde_json::Value>(&o.stdout)
+        .ok()
+        .and_then(|v| {
+            v.as_object()
+                .map(|m| m.values().filter(|r| **r == true).count())
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_flood_on_salt_api_and_http2_leaves_the_minions_answering_over_quic() {
+    // 5,000 client sockets here.
+    let me = std::process::id();
+    let _ = std::process::Command::new("prlimit")
+        .arg(format!("--pid={me}"))
+        .arg("--nofile=16384:")
+        .status();
+    let master = Master::start_with(|d| config(d, ""));
+    let pid = master.pid().expect("master pid");
+    let swarm_dir = master.dir.0.join("swarm");
+    std::fs::create_dir_all(swarm_dir.join("etc")).unwrap();
+    std::fs::write(
+        swarm_dir.join("etc/minion"),
+        format!(
+            "root_dir: {}\nid: swarm-base\nmaster: 127.0.0.1\nmaster_port: {}\n\
+             acceptance_wait_time: 0.5\nrecon_default: 100\nrecon_max: 2000\nlog_level: warning\n",
+            swarm_dir.display(),
+            master.port
+        ),
+    )
+    .unwrap();
+    let swarm_log = std::fs::File::create(swarm_dir.join("swarm.log")).unwrap();
+    let mut swarm = std::process::Command::new(saltq_tests::bin("saltq-minion"))
+        .arg("-c")
+        .arg(swarm_dir.join("etc"))
+        .args(["swarm", "--count", "100", "--prefix", "swarm-"])
+        .args([
+            "--master",
+            "127.0.0.1",
+            "--master-port",
+            &master.port.to_string(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(swarm_log)
+        .spawn()
+        .expect("spawn the swarm");
+    eventually(
+        "the 100 swarm minions answer",
+        Duration::from_secs(60),
+        || (ping_swarm(&master) == 100).then_some(()),
+    );
+
+    let api = api_addr(&master);
+    let h2: SocketAddr = format!("127.0.0.1:{}", master.port).parse().unwrap();
+    let log_before = std::fs::metadata(master.log())
+        .map(|m| m.len())
+        .unwrap_or(0);
+    // 2,500 connections to each port from ten addresses each (250 per address: past salt-api's
+    // 128 per source, and together past its total of 1,024); every other one sends the start
+    // of a request and stops there (slowloris), the rest send nothing.
+    let mut held = vec![];
+    let mut refused = 0usize;
+    for (port, first) in [(api, 2u8), (h2, 12u8)] {
+        for n in 0..2500u32 {
+            let source = std::net::IpAddr::from([127, 0, 0, first + (n % 10) as u8]);
+            match connect_from(source, port) {
+                Some(mut s) => {
+                    if n % 2 == 1 {
+                        let _ = s.write_all(b"GET / HTTP/1.1\r\nHo");
+                    }
+                    held.push(s);
+                }
+                None => refused += 1,
+            }
+        }
+    }
+    let mut answered = vec![];
+    for _ in 0..3 {
+        answered.push(ping_swarm(&master));
+    }
+    let fds = count_fds(pid);
+    let rss = rss_kib(pid);
+    let log_growth = std::fs::metadata(master.log())
+        .map(|m| m.len())
+        .unwrap_or(0)
+        - log_before;
+    eprintln!(
+        "flood: {} connections held by the client, {refused} refused at connect; master: {fds} \
+         descriptors, {rss} KiB RSS, log +{log_growth} bytes; pings answered {answered:?}",
+        held.len()
+    );
+    drop(held);
+    let _ = swarm.kill();
+    let _ = swarm.wait();
+    assert_eq!(answered, [100, 100, 100], "pings during the flood");
+    // Generous bounds, not timings: salt-api holds at most 1,024, the HTTP/2 port at most
+    // 4,096, plus what the master always has open.
+    assert!(
+        fds < 1024 + 4096 + 256,
+        "the master holds {fds} descriptors"
+    );
+    assert!(rss < 1024 * 1024, "the master's RSS is {rss} KiB");
+    assert!(
+        log_growth < 5 << 20,
+        "the log grew {log_growth} bytes ({refused} connections refused at connect)"
+    );
+}
