@@ -834,3 +834,183 @@ fn fuzz_grpc_every_rpc_over_quic_and_h2() {
     assert_eq!(o.code, 0, "{o:?}");
     assert_eq!(panics(&master), "");
 }
+
+// ---------------------------------------------------------------------------------------
+// Event tags (issue #31): arbitrary tags through FireEvent (a client with no ACL entry, one
+// with `@runner`) and SendEvent (a minion), and the master's tags spelt every way a prefix
+// rule could miss.
+
+/// A tag of the master's (or of another minion's), then spelt differently: doubled, leading
+/// and trailing slashes, whitespace around a segment, `.` and `x/..` segments, the namespace
+/// in another case.
+fn reserved_variant() -> BoxedStrategy<String> {
+    let base = prop::sample::select(vec![
+        "salt/auth",
+        "salt/key",
+        "salt/minion/db1/start",
+        "salt/job/20260101000000000000/ret/db1",
+        "salt/run/20260101000000000000/new",
+        "salt/wheel/x/ret",
+        "salt/presence/change",
+        "salt/beacon/db1/x",
+        "salt/reactor/error",
+    ]);
+    let edit = prop_oneof![
+        (0..6usize).prop_map(|i| (0, i)),
+        Just((1, 0)),
+        Just((2, 0)),
+        (0..6usize).prop_map(|i| (3, i)),
+        (0..6usize).prop_map(|i| (4, i)),
+        (0..6usize).prop_map(|i| (5, i)),
+        (0..2usize).prop_map(|i| (6, i)),
+    ];
+    (base, prop::collection::vec(edit, 0..4))
+        .prop_map(|(base, edits)| {
+            let mut segs: Vec<String> = base.split('/').map(str::to_owned).collect();
+            for (kind, i) in edits {
+                let n = segs.len();
+                match kind {
+                    0 => segs.insert(i % (n + 1), String::new()),
+                    1 => segs.insert(0, String::new()),
+                    2 => segs.push(String::new()),
+                    3 => segs[i % n] = format!(" {} ", segs[i % n]),
+                    4 => segs.insert(i % (n + 1), ".".into()),
+                    5 => {
+                        segs.insert(i % (n + 1), "..".into());
+                        segs.insert(i % (n + 1), "x".into());
+                    }
+                    _ => segs[i] = segs[i].to_uppercase(),
+                }
+            }
+            segs.join("/")
+        })
+        .boxed()
+}
+
+/// How a FireEvent/SendEvent answered, within [`ANSWER_WITHIN`].
+async fn answered<T>(
+    what: &str,
+    tag: &str,
+    f: impl std::future::Future<Output = Result<T, Status>>,
+) -> Result<Result<T, Status>, TestCaseError> {
+    tokio::time::timeout(ANSWER_WITHIN, f)
+        .await
+        .map_err(|_| TestCaseError::fail(format!("{what} {tag:?}: no answer")))
+}
+
+#[test]
+fn fuzz_event_tags_through_fire_event_and_send_event() {
+    use saltq_proto::v1::{
+        event_service_client::EventServiceClient, minion_service_client::MinionServiceClient,
+    };
+    let master = Master::start("auto_accept: true\npublisher_acl:\n  alice: ['@runner']\n");
+    for args in [
+        ["pki", "minion", "fz1"],
+        ["pki", "issue", "nobody"],
+        ["pki", "issue", "alice"],
+    ] {
+        let o = master.saltq(&args);
+        assert_eq!(o.code, 0, "{o:?}");
+    }
+    let issued = master.pki_dir().join("issued");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let channel = |name: &str| {
+        rt.block_on(dial(
+            &master,
+            TransportKind::Quic,
+            &issued.join(format!("{name}.crt")),
+            &issued.join(format!("{name}.key")),
+        ))
+    };
+    let (nobody, alice) = (
+        EventServiceClient::new(channel("nobody")),
+        EventServiceClient::new(channel("alice")),
+    );
+    let minion = MinionServiceClient::new(channel("fz1"));
+    let config = || Config {
+        cases: cases() * 8,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Off)),
+        max_shrink_iters: 32,
+        ..Config::default()
+    };
+
+    // The master's tags in any spelling: refused to every non-admin caller.
+    let result = TestRunner::new(config()).run(&reserved_variant(), |tag| {
+        rt.block_on(async {
+            for (who, mut c) in [("nobody", nobody.clone()), ("alice", alice.clone())] {
+                let req = pb::FireEventRequest {
+                    tag: tag.clone(),
+                    data: None,
+                };
+                let r = answered(who, &tag, c.fire_event(req)).await?;
+                prop_assert_eq!(
+                    r.as_ref().map_err(Status::code).err(),
+                    Some(Code::PermissionDenied),
+                    "{} fired {:?}: {:?}",
+                    who,
+                    tag,
+                    r
+                );
+            }
+            let req = pb::SendEventRequest {
+                tag: tag.clone(),
+                data: None,
+            };
+            let r = answered("fz1", &tag, minion.clone().send_event(req)).await?;
+            prop_assert_eq!(
+                r.as_ref().map_err(Status::code).err(),
+                Some(Code::PermissionDenied),
+                "fz1 fired {:?}: {:?}",
+                tag,
+                r
+            );
+            Ok(())
+        })
+    });
+    if let Err(e) = result {
+        panic!("a spelling of a reserved tag was fired: {e}");
+    }
+
+    // Any tag at all: an answer (fired, refused, or empty), never a hang or a panic.
+    let any_tag = prop_oneof![tag(), any::<String>(), reserved_variant()];
+    let result = TestRunner::new(config()).run(&any_tag, |tag| {
+        rt.block_on(async {
+            for (who, mut c) in [("nobody", nobody.clone()), ("alice", alice.clone())] {
+                let req = pb::FireEventRequest {
+                    tag: tag.clone(),
+                    data: None,
+                };
+                if let Err(s) = answered(who, &tag, c.fire_event(req)).await? {
+                    prop_assert!(
+                        matches!(s.code(), Code::PermissionDenied | Code::InvalidArgument),
+                        "{} {:?}: {:?}",
+                        who,
+                        tag,
+                        s
+                    );
+                }
+            }
+            let req = pb::SendEventRequest {
+                tag: tag.clone(),
+                data: None,
+            };
+            if let Err(s) = answered("fz1", &tag, minion.clone().send_event(req)).await? {
+                prop_assert!(
+                    matches!(s.code(), Code::PermissionDenied | Code::InvalidArgument),
+                    "fz1 {:?}: {:?}",
+                    tag,
+                    s
+                );
+            }
+            Ok(())
+        })
+    });
+    if let Err(e) = result {
+        panic!("an arbitrary tag: {e}");
+    }
+
+    // Still serving, and nothing panicked on the way.
+    let o = master.saltq(&["key", "-L", "--out", "json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(panics(&master), "");
+}

@@ -6,6 +6,7 @@ mod certs;
 mod chaos;
 mod cli;
 mod cluster;
+mod event_acl;
 mod failover;
 mod fileserver;
 mod flood;
