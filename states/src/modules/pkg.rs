@@ -25,6 +25,8 @@ use saltq_semantics::python::{self, fnmatch, truthy};
 use super::service::{Backend, Exec};
 use super::{Ret, StateCall, StateError, StateFunction, state_handler};
 
+mod plan;
+
 const INSTALLED_PARAMS: &[Param] = &[
     Param::req("name"),
     Param::opt("version", Lit::None),
@@ -830,48 +832,31 @@ impl Pkg<'_> {
             );
         }
         let mut refresh = self.refresh();
-        let ignore_epoch = self.ignore_epoch();
-        let allow_updates = self.flag("allow_updates");
-        let reinstall = self.flag("reinstall");
+        let opts = plan::InstallOpts {
+            reinstall: self.flag("reinstall"),
+            by_sources: sources.is_some(),
+            ignore_epoch: self.ignore_epoch(),
+            allow_updates: self.flag("allow_updates"),
+        };
         let cur = match self.list_pkgs(&[]).await {
             Ok(c) => c,
             Err(e) => return self.ret(Some(false), e),
         };
-        let packed = sources.as_ref().map(pack_sources);
-        let desired = match &packed {
-            Some(Some(p)) => Some(
-                p.iter()
-                    .map(|(n, src)| (n.clone(), Some(src.clone())))
-                    .collect(),
-            ),
-            Some(None) => None,
-            None => self.desired(),
-        };
-        let Some(mut desired) = desired else {
+        let Some(mut desired) = self.desired_or_sources(sources.as_ref()) else {
             return self.ret(
                 Some(false),
                 format!(
                     "Invalidly formatted '{}' parameter. See minion log.",
-                    if sources.is_some() { "sources" } else { "pkgs" }
+                    if opts.by_sources { "sources" } else { "pkgs" }
                 ),
             );
         };
-        let by_sources = sources.is_some();
         let purge_desired = self
             .list_pkgs(&[("purge_desired", json!(true))])
             .await
             .unwrap_or_default();
-        let to_unpurge: Vec<String> = desired
-            .iter()
-            .filter(|(n, _)| purge_desired.contains_key(n))
-            .map(|(n, _)| n.clone())
-            .collect();
-
-        let wants_latest: Vec<String> = desired
-            .iter()
-            .filter(|(_, v)| !by_sources && v.as_deref() == Some("latest"))
-            .map(|(n, _)| n.clone())
-            .collect();
+        let unpurge = desired.iter().any(|(n, _)| purge_desired.contains_key(n));
+        let wants_latest = plan::wants_latest(&desired, opts.by_sources);
         if !wants_latest.is_empty() {
             let mut kw = Map::new();
             kw.insert("refresh".into(), json!(refresh));
@@ -881,124 +866,63 @@ impl Pkg<'_> {
                 Err(e) => return self.ret(Some(false), e),
             };
             refresh = false;
-            for name in &wants_latest {
-                let found = match &resolved {
-                    Value::String(s) if wants_latest.len() == 1 => s.clone(),
-                    Value::Object(m) => m.get(name).map(python::str).unwrap_or_default(),
-                    _ => String::new(),
-                };
-                let version = if found.is_empty() {
-                    versions(&cur, name).last().cloned()
-                } else {
-                    Some(found)
-                };
-                if let Some(slot) = desired.iter_mut().find(|(n, _)| n == name) {
-                    slot.1 = version;
-                }
-            }
+            plan::resolve_latest(&mut desired, &wants_latest, &resolved, &cur);
         }
-
-        let mut targets: Vec<(String, Option<String>)> = Vec::new();
-        let mut to_reinstall: Vec<(String, Option<String>)> = Vec::new();
-        let mut version_spec = false;
-        for (name, version) in &desired {
-            let cver = versions(&cur, name);
-            if cver.is_empty() {
-                targets.push((name.clone(), version.clone()));
-                continue;
-            }
-            if reinstall {
-                to_reinstall.push((name.clone(), version.clone()));
-                continue;
-            }
-            if by_sources {
-                // Salt reads the package file's version (`lowpkg.bin_pkg_info`) and
-                // installs it when it differs; saltq takes an installed package as done.
-                continue;
-            }
-            let Some(want) = version.as_deref().filter(|v| !v.is_empty()) else {
-                continue;
-            };
-            version_spec = true;
-            if !fulfills(&cver, want, ignore_epoch, allow_updates) {
-                targets.push((name.clone(), version.clone()));
-            }
-        }
-        if targets.is_empty() && to_unpurge.is_empty() && to_reinstall.is_empty() {
+        let plan = plan::plan_installed(&desired, &cur, opts);
+        if plan.is_empty() && !unpurge {
             let mut ret = self.ret(
                 Some(true),
-                format!(
-                    "All specified packages are already installed{}",
-                    if version_spec && !by_sources {
-                        " and are at the desired version"
-                    } else {
-                        ""
-                    }
-                ),
+                plan::all_installed_comment(&plan, opts.by_sources),
             );
             if let Some(hold) = self.hold_arg() {
                 self.hold_installed(&mut ret, hold, &desired).await;
             }
             return ret;
         }
-        if !to_unpurge.is_empty() {
+        if unpurge {
             return self.ret(Some(false), "lowpkg.unpurge not implemented");
         }
-
-        let mut comment: Vec<String> = Vec::new();
-        let mut changes = Map::new();
         if self.call.test {
-            if !targets.is_empty() {
-                if by_sources {
-                    for (n, _) in &targets {
-                        changes.insert(n.clone(), json!({"new": "installed", "old": ""}));
-                    }
-                } else {
-                    changes.extend(self.installable_versions(&targets).await);
-                }
-                let summary = targets
-                    .iter()
-                    .map(|(n, _)| n.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                comment.push(format!(
-                    "The following packages would be installed/updated: {summary}"
-                ));
-            }
-            if !to_reinstall.is_empty() {
-                let names: Vec<String> = to_reinstall
-                    .iter()
-                    .map(|(n, v)| {
-                        if by_sources {
-                            n.clone()
-                        } else {
-                            desired_pkg(n, v.as_deref())
-                        }
-                    })
-                    .collect();
-                for n in &names {
-                    changes.insert(n.clone(), json!({"new": "installed", "old": ""}));
-                }
-                comment.push(format!(
-                    "The following packages would be reinstalled: {}",
-                    names.join(", ")
-                ));
-            }
-            let mut ret = self.ret(None, comment.join("\n"));
-            ret.changes = changes;
-            return ret;
+            let installable = if plan.targets.is_empty() || opts.by_sources {
+                Map::new()
+            } else {
+                self.installable_versions(&plan.targets).await
+            };
+            return self.outcome(plan::installed_test(&plan, opts.by_sources, installable));
         }
+        self.install(&desired, &plan, opts, refresh).await
+    }
 
-        let pkgs: Vec<Value> = targets
-            .iter()
-            .chain(&to_reinstall)
-            .map(|(n, v)| json!({n.clone(): v}))
-            .collect();
-        let (pkgs, sources) = if by_sources {
-            (Value::Null, Value::Array(pkgs))
-        } else {
-            (Value::Array(pkgs), Value::Null)
-        };
+    /// `sources` (packed as `{name: source}`) or `pkgs`/`name`; `None` when unreadable.
+    fn desired_or_sources(&self, sources: Option<&Value>) -> Option<plan::Wanted> {
+        match sources.map(pack_sources) {
+            Some(Some(p)) => Some(
+                p.iter()
+                    .map(|(n, src)| (n.clone(), Some(src.clone())))
+                    .collect(),
+            ),
+            Some(None) => None,
+            None => self.desired(),
+        }
+    }
+
+    /// A pure answer as this state's `Ret`.
+    fn outcome(&self, out: plan::Outcome) -> Ret {
+        let mut ret = self.ret(out.result, out.comment);
+        ret.changes = out.changes;
+        ret
+    }
+
+    /// `pkg.installed`'s apply: `pkg.install`, the hold, then the report over the packages
+    /// installed now.
+    async fn install(
+        &self,
+        desired: &plan::Wanted,
+        plan: &plan::InstallPlan,
+        opts: plan::InstallOpts,
+        refresh: bool,
+    ) -> Ret {
+        let (pkgs, sources) = plan::install_args(plan, opts.by_sources);
         let mut kw = Map::new();
         kw.insert("name".into(), Value::Null);
         kw.insert("refresh".into(), json!(refresh));
@@ -1010,7 +934,7 @@ impl Pkg<'_> {
         kw.insert("pkgs".into(), pkgs);
         kw.insert("sources".into(), sources);
         kw.insert("saltenv".into(), json!(self.call.saltenv));
-        kw.insert("reinstall".into(), json!(!to_reinstall.is_empty()));
+        kw.insert("reinstall".into(), json!(!plan.to_reinstall.is_empty()));
         if let Some(e) = self.call.arg("ignore_epoch") {
             kw.insert("ignore_epoch".into(), e.clone());
         }
@@ -1029,6 +953,8 @@ impl Pkg<'_> {
                 return ret;
             }
         };
+        let mut comment: Vec<String> = Vec::new();
+        let mut changes = Map::new();
         match pkg_ret {
             Value::Object(m) => changes.extend(m),
             Value::String(s) => comment.push(s),
@@ -1048,135 +974,9 @@ impl Pkg<'_> {
             }
         }
         let new = self.list_pkgs(&[]).await.unwrap_or_default();
-        let ok = |name: &str, version: Option<&str>| {
-            let cver = versions(&new, name);
-            !cver.is_empty()
-                && version
-                    .filter(|v| !v.is_empty())
-                    .is_none_or(|v| fulfills(&cver, v, ignore_epoch, false))
-        };
-        let is_target = |n: &str| targets.iter().any(|(t, _)| t == n);
-        let is_reinstall = |n: &str| to_reinstall.iter().any(|(t, _)| t == n);
-        // With `sources` the changes decide (Salt's `modified = [x for x in changes if x in
-        // targets]`); else the packages installed now.
-        let ok = |name: &str, version: Option<&str>| {
-            if by_sources {
-                changes.contains_key(name) || !is_target(name)
-            } else {
-                ok(name, version)
-            }
-        };
-        let modified: Vec<&(String, Option<String>)> = desired
-            .iter()
-            .filter(|(n, v)| ok(n, v.as_deref()) && is_target(n))
-            .collect();
-        let not_modified: Vec<&(String, Option<String>)> = desired
-            .iter()
-            .filter(|(n, v)| ok(n, v.as_deref()) && !is_target(n) && !is_reinstall(n))
-            .collect();
-        let failed: Vec<&(String, Option<String>)> = desired
-            .iter()
-            .filter(|(n, v)| !ok(n, v.as_deref()) && is_target(n))
-            .collect();
-        let show = |list: &[&(String, Option<String>)]| {
-            list.iter()
-                .map(|(n, v)| {
-                    if by_sources {
-                        n.clone()
-                    } else {
-                        desired_pkg(n, v.as_deref())
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        if !modified.is_empty() {
-            let summary = show(&modified);
-            if summary.len() < 20 {
-                comment.push(format!(
-                    "The following packages were installed/updated: {summary}"
-                ));
-            } else {
-                let n = modified.len();
-                comment.push(format!(
-                    "{n} targeted package{} {} installed/updated.",
-                    if n > 1 { "s" } else { "" },
-                    if n > 1 { "were" } else { "was" }
-                ));
-            }
-        }
-        for h in &holds.modified {
-            let name = python::str(&h["name"]);
-            comment.push(python::str(&h["comment"]));
-            let text = |v: &Value| v.as_str().map_or_else(|| python::str(v), str::to_owned);
-            let (hold_new, hold_old) = (text(&h["changes"]["new"]), text(&h["changes"]["old"]));
-            match changes.get_mut(&name).and_then(Value::as_object_mut) {
-                Some(entry) => {
-                    for (key, add) in [("new", &hold_new), ("old", &hold_old)] {
-                        let mut cur = entry.get(key).map(text).unwrap_or_default();
-                        if !cur.is_empty() {
-                            cur.push('\n');
-                        }
-                        cur.push_str(add);
-                        entry.insert(key.into(), json!(cur));
-                    }
-                }
-                None => {
-                    changes.insert(name, json!({ "new": hold_new }));
-                }
-            }
-        }
-        if !not_modified.is_empty() {
-            let n = not_modified.len();
-            if n <= 20 {
-                comment.push(format!(
-                    "The following packages were already installed: {}",
-                    show(&not_modified)
-                ));
-            } else {
-                comment.push(format!(
-                    "{n} targeted package{} {} already installed",
-                    if n > 1 { "s" } else { "" },
-                    if n > 1 { "were" } else { "was" }
-                ));
-            }
-        }
-        for h in &holds.not_modified {
-            comment.push(python::str(&h["comment"]));
-        }
-        let mut result = true;
-        if !failed.is_empty() {
-            comment.insert(
-                0,
-                format!(
-                    "The following packages failed to install/update: {}",
-                    show(&failed)
-                ),
-            );
-            result = false;
-        }
-        for h in &holds.failed {
-            comment.push(python::str(&h["comment"]));
-            result = false;
-        }
-        for (n, v) in &to_reinstall {
-            let pkgstr = if by_sources {
-                n.clone()
-            } else {
-                desired_pkg(n, v.as_deref())
-            };
-            if changes.contains_key(n) {
-                comment.push(format!("Package {pkgstr} was reinstalled."));
-            } else {
-                comment.push(format!(
-                    "Reinstall was not successful for package {pkgstr}."
-                ));
-                result = false;
-            }
-        }
-        let mut ret = self.ret(Some(result), comment.join("\n"));
-        ret.changes = changes;
-        ret
+        self.outcome(plan::installed_report(
+            desired, plan, opts, comment, changes, &holds, &new,
+        ))
     }
 
     /// Salt's `_get_installable_versions` (test mode): the newest version for targets
@@ -1220,21 +1020,9 @@ impl Pkg<'_> {
         }
         let refresh = self.refresh();
         let pkgs = self.call.arg("pkgs");
-        let desired: Vec<String> = match pkgs {
-            Some(p) if truthy(p) => {
-                let names: Vec<String> = repack(p).into_iter().map(|(n, _)| n).collect();
-                if names.is_empty() {
-                    return self.ret(
-                        Some(false),
-                        "Invalidly formatted \"pkgs\" parameter. See minion log.",
-                    );
-                }
-                names
-            }
-            Some(Value::Array(_)) => {
-                return self.ret(Some(true), "No packages to install provided");
-            }
-            _ => vec![self.name()],
+        let desired = match plan::latest_desired(pkgs, &self.name()) {
+            Ok(d) => d,
+            Err(out) => return self.outcome(out),
         };
         let args: Vec<Value> = desired.iter().map(|n| json!(n)).collect();
         let mut kw = Map::new();
@@ -1256,81 +1044,17 @@ impl Pkg<'_> {
             Ok(v) => v,
             Err(e) => return self.ret(Some(false), e),
         };
-        let as_map = |v: Value| match v {
-            Value::Object(m) => m,
-            other => {
-                let mut m = Map::new();
-                m.insert(desired[0].clone(), other);
-                m
-            }
+        let plan = match plan::plan_latest(
+            &desired,
+            plan::by_name(avail, &desired[0]),
+            plan::by_name(cur, &desired[0]),
+            pkgs.is_some(),
+        ) {
+            Ok(p) => p,
+            Err(out) => return self.outcome(out),
         };
-        let (avail, cur) = (as_map(avail), as_map(cur));
-        let get = |m: &Map<String, Value>, k: &str| m.get(k).filter(|v| truthy(v)).map(python::str);
-        let mut targets: Vec<(String, String)> = Vec::new();
-        let mut problems = Vec::new();
-        for pkg in &desired {
-            match get(&avail, pkg) {
-                Some(v) => targets.push((pkg.clone(), v)),
-                None if get(&cur, pkg).is_none() => {
-                    problems.push(format!("No information found for '{pkg}'."));
-                }
-                None => {}
-            }
-        }
-        if !problems.is_empty() {
-            return self.ret(Some(false), problems.join(" "));
-        }
-        if targets.is_empty() {
-            let comment = if desired.len() > 10 {
-                format!("All {} packages are up-to-date.", desired.len())
-            } else if desired.len() > 1 {
-                let mut sorted = desired.clone();
-                sorted.sort();
-                format!("All packages are up-to-date ({}).", sorted.join(", "))
-            } else {
-                format!("Package {} is already up-to-date", desired[0])
-            };
-            return self.ret(Some(true), comment);
-        }
-        let is_target = |n: &str| targets.iter().any(|(t, _)| t == n);
-        let mut up_to_date: Vec<String> = if pkgs.is_some() {
-            desired.iter().filter(|n| !is_target(n)).cloned().collect()
-        } else {
-            Vec::new()
-        };
-        up_to_date.sort();
-        let mut target_names: Vec<String> = targets.iter().map(|(n, _)| n.clone()).collect();
-        target_names.sort();
         if self.call.test {
-            let mut comments = vec![format!(
-                "The following packages would be installed/upgraded: {}",
-                target_names.join(", ")
-            )];
-            if !up_to_date.is_empty() {
-                if up_to_date.len() <= 10 {
-                    let shown: Vec<String> = up_to_date
-                        .iter()
-                        .map(|x| format!("{x} ({})", get(&cur, x).unwrap_or_default()))
-                        .collect();
-                    comments.push(format!(
-                        "The following packages are already up-to-date: {}",
-                        shown.join(", ")
-                    ));
-                } else {
-                    comments.push(format!(
-                        "{} packages are already up-to-date",
-                        up_to_date.len()
-                    ));
-                }
-            }
-            // Salt looks each `name=version` up in the repository (`pkg.list_repo_pkgs`):
-            // the versions here came from it.
-            let mut ret = self.ret(None, comments.join("\n"));
-            for (n, v) in &targets {
-                let old = cur.get(n).cloned().unwrap_or_else(|| json!(""));
-                ret.changes.insert(n.clone(), json!({"new": v, "old": old}));
-            }
-            return ret;
+            return self.outcome(plan::latest_test(&plan));
         }
         let mut kw = Map::new();
         kw.insert("name".into(), Value::Null);
@@ -1342,7 +1066,7 @@ impl Pkg<'_> {
         kw.insert("skip_verify".into(), json!(self.flag("skip_verify")));
         kw.insert(
             "pkgs".into(),
-            Value::Array(targets.iter().map(|(n, _)| json!(n)).collect()),
+            Value::Array(plan.targets.iter().map(|(n, _)| json!(n)).collect()),
         );
         let changes = match self.b.call("pkg.install", vec![], kw).await {
             Ok(Value::Object(m)) => m,
@@ -1354,81 +1078,7 @@ impl Pkg<'_> {
                 );
             }
         };
-        if changes.is_empty() {
-            let mut comment = if targets.len() > 10 {
-                format!(
-                    "{} targeted packages failed to update. See debug log for details.",
-                    targets.len()
-                )
-            } else if targets.len() > 1 {
-                format!(
-                    "The following targeted packages failed to update. See debug log for details: ({}).",
-                    target_names.join(", ")
-                )
-            } else {
-                format!("Package {} failed to update.", targets[0].0)
-            };
-            if !up_to_date.is_empty() {
-                if up_to_date.len() <= 10 {
-                    comment.push_str(&format!(
-                        " The following packages were already up-to-date: {}",
-                        up_to_date.join(", ")
-                    ));
-                } else {
-                    comment.push_str(&format!(
-                        "{} packages were already up-to-date",
-                        up_to_date.len()
-                    ));
-                }
-            }
-            return self.ret(Some(false), comment);
-        }
-        let mut failed: Vec<String> = targets
-            .iter()
-            .filter(|(n, v)| match changes.get(n.as_str()) {
-                None => true,
-                Some(c) if !truthy(c) => true,
-                Some(c) => c.get("new").filter(|n| !n.is_null()).is_some_and(|new| {
-                    !python::str(new).split(',').any(|x| x == v) && v != "latest"
-                }),
-            })
-            .map(|(n, _)| n.clone())
-            .collect();
-        failed.sort();
-        let successful: Vec<&String> = target_names
-            .iter()
-            .filter(|n| !failed.contains(n))
-            .collect();
-        let mut comments = Vec::new();
-        if !failed.is_empty() {
-            comments.push(format!(
-                "The following packages failed to update: {}",
-                failed.join(", ")
-            ));
-        }
-        if !successful.is_empty() {
-            let names: Vec<&str> = successful.iter().map(|s| s.as_str()).collect();
-            comments.push(format!(
-                "The following packages were successfully installed/upgraded: {}",
-                names.join(", ")
-            ));
-        }
-        if !up_to_date.is_empty() {
-            if up_to_date.len() <= 10 {
-                comments.push(format!(
-                    "The following packages were already up-to-date: {}",
-                    up_to_date.join(", ")
-                ));
-            } else {
-                comments.push(format!(
-                    "{} packages were already up-to-date ",
-                    up_to_date.len()
-                ));
-            }
-        }
-        let mut ret = self.ret(Some(failed.is_empty()), comments.join(" "));
-        ret.changes = changes;
-        ret
+        self.outcome(plan::latest_report(&plan, changes))
     }
 
     /// Salt's `_uninstall` for `remove` and `purge`.
