@@ -358,155 +358,64 @@ impl MasterConfig {
         Ok(cfg)
     }
 
-    /// Validates raw values.
+    /// Validates raw values: concern by concern, in the order the keys have always been
+    /// checked (the first bad key found is the one named).
     pub fn from_raw(raw: RawConfig, file: PathBuf) -> Result<MasterConfig, ConfigError> {
-        let bad = |key: &str, message: String| ConfigError::Value {
+        Self::validate(raw, &file).map_err(|(key, message)| ConfigError::Value {
             path: file.clone(),
-            key: key.into(),
+            key,
             message,
-        };
-        let root = raw.root_dir.clone().unwrap_or_else(|| PathBuf::from("/"));
-        if !root.is_absolute() {
-            return Err(bad(
-                "root_dir",
-                format!("{} is not an absolute path", root.display()),
-            ));
-        }
+        })
+    }
+
+    /// [`MasterConfig::from_raw`] without the file: an error is the key and what is wrong.
+    fn validate(raw: RawConfig, file: &Path) -> Result<MasterConfig, Invalid> {
+        let root = root_dir(&raw)?;
         let path =
             |p: Option<PathBuf>, default: &str| rooted(&root, &p.unwrap_or_else(|| default.into()));
-        let interface = raw.interface.unwrap_or(IpAddr::from([0, 0, 0, 0]));
-        let port = raw.port.unwrap_or(4506);
-        let quic = raw
-            .quic_enabled
-            .unwrap_or(true)
-            .then(|| SocketAddr::new(interface, raw.quic_port.unwrap_or(port)));
-        let h2 = raw
-            .h2_enabled
-            .unwrap_or(true)
-            .then(|| SocketAddr::new(interface, raw.h2_port.unwrap_or(port)));
-        if quic.is_none() && h2.is_none() {
-            return Err(bad(
-                "quic_enabled",
-                "both quic_enabled and h2_enabled are false: nothing would listen".into(),
-            ));
-        }
-        let secs = |key: &str, v: Option<f64>, default: f64| -> Result<Duration, ConfigError> {
-            let v = v.unwrap_or(default);
-            if v > 0.0 && v <= MAX_SECS {
-                Ok(Duration::from_secs_f64(v))
-            } else {
-                Err(bad(
-                    key,
-                    format!("{v} is not a positive number of seconds (at most {MAX_SECS})"),
-                ))
-            }
-        };
+        let network = Network::from_raw(&raw)?;
         let log_level = raw.log_level.clone().unwrap_or_else(|| "warning".into());
-        check_log_level(&log_level).map_err(|m| bad("log_level", m))?;
+        check_log_level(&log_level).map_err(|m| invalid("log_level", m))?;
         let cachedir = path(raw.cachedir.clone(), "/var/cache/saltq/master");
-        let job_cache = match raw.job_cache.as_deref().unwrap_or("sqlite") {
-            "sqlite" => saltq_jobcache::CacheConfig::Sqlite {
-                path: cachedir.join("jobs.sqlite"),
-            },
-            "postgres" => saltq_jobcache::CacheConfig::Postgres {
-                // The environment keeps a password out of the config file (e.g. from a Secret).
-                url: std::env::var("SALTQ_JOB_CACHE_POSTGRES")
-                    .ok()
-                    .filter(|v| !v.is_empty())
-                    .or_else(|| raw.job_cache_postgres.clone())
-                    .ok_or_else(|| {
-                        bad(
-                            "job_cache_postgres",
-                            "required when job_cache is postgres".into(),
-                        )
-                    })?,
-                schema: raw.job_cache_postgres_schema.clone(),
-            },
-            other => {
-                return Err(bad(
-                    "job_cache",
-                    format!("unknown backend {other:?}: expected sqlite or postgres"),
-                ));
-            }
-        };
-        let master_cert = match (raw.master_cert_file.clone(), raw.master_key_file.clone()) {
-            (Some(c), Some(k)) => Some((c, k)),
-            (None, None) => None,
-            (Some(_), None) => {
-                return Err(bad(
-                    "master_key_file",
-                    "required with master_cert_file".into(),
-                ));
-            }
-            (None, Some(_)) => {
-                return Err(bad(
-                    "master_cert_file",
-                    "required with master_key_file".into(),
-                ));
-            }
-        };
-        let max_message_size = raw.max_message_size.unwrap_or(16 * 1024 * 1024);
-        if max_message_size < 1024 {
-            return Err(bad(
-                "max_message_size",
-                format!("{max_message_size} bytes is too small (at least 1024)"),
-            ));
-        }
-        let cluster = cluster_config(&raw, &job_cache).map_err(|(k, m)| bad(k, m))?;
-        let hash_type = raw
-            .hash_type
-            .clone()
-            .unwrap_or_else(|| saltq_fileserver::DEFAULT_HASH_TYPE.into());
-        saltq_fileserver::Hasher::new(&hash_type).map_err(|e| bad("hash_type", e.to_string()))?;
-        let mut fileserver =
-            saltq_fileserver::Roots::new(raw.file_roots.clone().unwrap_or_default());
-        fileserver.ignore_symlinks = raw.fileserver_ignoresymlinks.unwrap_or(false);
-        fileserver.ignore = saltq_fileserver::Ignore::new(
-            raw.file_ignore_regex.as_deref().unwrap_or_default(),
-            raw.file_ignore_glob.as_deref().unwrap_or_default(),
-        )
-        .map_err(|m| bad("file_ignore_regex", m))?;
-        let id = match raw.id.clone() {
-            Some(id) if id.trim().is_empty() => return Err(bad("id", "must not be empty".into())),
-            Some(id) => id,
-            None => format!("{}_master", gethostname()),
-        };
+        let pki_dir = path(raw.pki_dir.clone(), "/etc/saltq/pki/master");
+        let job_cache = job_cache(&raw, &cachedir)?;
+        let master_cert = both(
+            (raw.master_cert_file.clone(), "master_cert_file"),
+            (raw.master_key_file.clone(), "master_key_file"),
+        )?;
+        let max_message_size = max_message_size(raw.max_message_size)?;
+        let cluster = cluster_config(&raw, &job_cache).map_err(|(k, m)| invalid(k, m))?;
+        let (hash_type, fileserver) = fileserver(&raw)?;
+        let id = master_id(raw.id.clone())?;
+        check_acls(&raw)?;
         // salt-api serves the master's own certificate unless rest_cherrypy names one.
         let netapi_tls = master_cert.clone().unwrap_or_else(|| {
-            let dir = cluster.as_ref().map_or_else(
-                || path(raw.pki_dir.clone(), "/etc/saltq/pki/master"),
-                |c| c.pki_dir.clone(),
-            );
+            let dir = cluster.as_ref().map_or(&pki_dir, |c| &c.pki_dir);
             (
                 dir.join(crate::run::PkiFiles::MASTER_CERT),
                 dir.join(crate::run::PkiFiles::MASTER_KEY),
             )
         });
-        for (key, acl) in [
-            ("publisher_acl", &raw.publisher_acl),
-            ("client_acl", &raw.client_acl),
-        ] {
-            crate::acl::check_arg_specs(acl.as_ref()).map_err(|m| bad(key, m))?;
-        }
-        let netapi = saltq_netapi::Config::from_raw(
-            &saltq_netapi::RawConfig {
-                rest_cherrypy: raw.rest_cherrypy.clone(),
-                netapi_enable_clients: raw.netapi_enable_clients.clone(),
-                external_auth: raw.external_auth.clone(),
-                token_expire: raw.token_expire,
-                pam_service: raw.auth_pam_service.clone(),
-                max_tokens_per_user: raw.max_tokens_per_user,
-            },
-            netapi_tls,
-            cachedir.clone(),
-        )
-        .map_err(|(k, m)| bad(&k, m))?;
+        let netapi = netapi(&raw, netapi_tls, &cachedir)?;
+        let minion_cert_lifetime = minion_cert_lifetime(raw.minion_cert_days)
+            .map_err(|m| invalid("minion_cert_days", m))?;
+        let metrics_token = raw
+            .metrics_token_file
+            .as_ref()
+            .map(|p| metrics_token(&rooted(&root, p)))
+            .transpose()
+            .map_err(|m| invalid("metrics_token_file", m))?;
+        let limits = limits(&raw, max_message_size)?;
+        let event_return = event_return(&raw)?;
+        let master_job_cache = master_job_cache(raw.master_job_cache.as_deref())?;
+        let timeout = secs("timeout", raw.timeout, 5.0)?;
+        let gather_job_timeout = secs("gather_job_timeout", raw.gather_job_timeout, 10.0)?;
         Ok(MasterConfig {
             id,
-            quic,
-            h2,
-            pki_dir: path(raw.pki_dir, "/etc/saltq/pki/master"),
-            cachedir: cachedir.clone(),
+            quic: network.quic,
+            h2: network.h2,
+            http: network.http,
+            pki_dir,
             auto_accept: raw.auto_accept.unwrap_or(false),
             autosign_file: raw.autosign_file.map(|p| rooted(&root, &p)),
             accept_ca_signed_minions: raw.accept_ca_signed_minions.unwrap_or(true),
@@ -514,42 +423,11 @@ impl MasterConfig {
             client_ca_files: raw.client_ca_files.unwrap_or_default(),
             master_cert,
             cert_sans: raw.cert_sans.unwrap_or_default(),
-            minion_cert_lifetime: minion_cert_lifetime(raw.minion_cert_days)
-                .map_err(|m| bad("minion_cert_days", m))?,
+            minion_cert_lifetime,
             issue_minion_certs: raw.issue_minion_certs.unwrap_or(false),
-            // On `interface` unless told otherwise: a master kept to loopback or one network
-            // does not expose its metrics on every other.
-            http: raw.http_enabled.unwrap_or(true).then(|| {
-                SocketAddr::new(
-                    raw.http_interface.unwrap_or(interface),
-                    raw.http_port.unwrap_or(8080),
-                )
-            }),
-            metrics_token: raw
-                .metrics_token_file
-                .map(|p| metrics_token(&rooted(&root, &p)))
-                .transpose()
-                .map_err(|m| bad("metrics_token_file", m))?,
+            metrics_token,
             log_level,
-            limits: saltq_transport::Limits {
-                max_message_size,
-                idle_timeout: secs("idle_timeout", raw.idle_timeout, 10.0)?,
-                keep_alive: secs("keep_alive", raw.keep_alive, 3.0)?,
-                max_concurrent_streams: raw.max_concurrent_streams.unwrap_or(64),
-                max_handshakes: match raw.max_handshakes {
-                    Some(0) => return Err(bad("max_handshakes", "must be at least 1".into())),
-                    v => v.unwrap_or(256),
-                },
-                handshake_queue: secs(
-                    "handshake_queue_seconds",
-                    raw.handshake_queue_seconds,
-                    saltq_transport::Limits::default()
-                        .handshake_queue
-                        .as_secs_f64(),
-                )?,
-                // The connection caps of the QUIC and HTTP/2 listeners: their defaults.
-                ..saltq_transport::Limits::default()
-            },
+            limits,
             keep_jobs: Duration::from_secs(raw.keep_jobs_seconds.unwrap_or(86400)),
             job_cache,
             nodegroups: raw.nodegroups.unwrap_or_default(),
@@ -567,80 +445,290 @@ impl MasterConfig {
             hash_type,
             runner_dirs: raw
                 .runner_dirs
-                .clone()
                 .unwrap_or_default()
                 .into_iter()
                 .chain(std::iter::once(cachedir.join("extmods/runners")))
                 .collect(),
             extension_runners: cachedir.join("extmods/runners"),
             acl: crate::acl::Acl {
-                publisher: raw.publisher_acl.clone(),
-                runner: raw.runner_acl.clone(),
-                client: raw.client_acl.clone(),
+                publisher: raw.publisher_acl,
+                runner: raw.runner_acl,
+                client: raw.client_acl,
             },
             reactor: raw
                 .reactor
-                .clone()
                 .unwrap_or_default()
                 .into_iter()
                 .flat_map(|m| m.into_iter())
                 .collect(),
             reactor_workers: raw.reactor_worker_threads.unwrap_or(10).max(1),
-            event_return: match &raw.event_return {
-                None => None,
-                Some(names) => {
-                    let names = names.names();
-                    for n in &names {
-                        if !saltq_returners::KNOWN.contains(&n.as_str()) {
-                            return Err(bad(
-                                "event_return",
-                                format!(
-                                    "unknown returner {n:?}: expected one of {}",
-                                    saltq_returners::KNOWN.join(", ")
-                                ),
-                            ));
-                        }
-                    }
-                    Some(saltq_returners::EventReturnConfig {
-                        returners: names,
-                        whitelist: raw.event_return_whitelist.clone().unwrap_or_default(),
-                        blacklist: raw.event_return_blacklist.clone().unwrap_or_default(),
-                        queue: raw.event_return_queue.unwrap_or(0),
-                        max_buffer: raw.event_return_buffer.unwrap_or(10_000),
-                        queue_max_age: {
-                            let v = raw.event_return_queue_max_seconds.unwrap_or(0.0);
-                            if v.is_nan() || v > MAX_SECS {
-                                return Err(bad(
-                                    "event_return_queue_max_seconds",
-                                    format!("{v} is not a number of seconds (at most {MAX_SECS})"),
-                                ));
-                            }
-                            Duration::from_secs_f64(v.max(0.0))
-                        },
-                        ..Default::default()
-                    })
-                }
-            },
-            master_job_cache: match raw.master_job_cache.as_deref() {
-                None | Some("local_cache") => None,
-                Some(n) if crate::job_cache_mirror::RETURNERS.contains(&n) => Some(n.to_owned()),
-                Some(n) => {
-                    return Err(bad(
-                        "master_job_cache",
-                        format!(
-                            "{n:?} cannot hold saltq's jobs: expected local_cache or one of {}",
-                            crate::job_cache_mirror::RETURNERS.join(", ")
-                        ),
-                    ));
-                }
-            },
+            event_return,
+            master_job_cache,
             returner_opts: serde_json::Value::Null,
-            timeout: secs("timeout", raw.timeout, 5.0)?,
-            gather_job_timeout: secs("gather_job_timeout", raw.gather_job_timeout, 10.0)?,
+            timeout,
+            gather_job_timeout,
             netapi,
             cluster,
-            file,
+            cachedir,
+            file: file.to_path_buf(),
         })
+    }
+}
+
+/// A bad value found while validating: the key and what is wrong with it (`from_raw` adds
+/// the file).
+type Invalid = (String, String);
+
+/// An [`Invalid`] for `key`.
+fn invalid(key: &str, message: impl Into<String>) -> Invalid {
+    (key.to_owned(), message.into())
+}
+
+/// `root_dir` (default `/`), which must be absolute.
+fn root_dir(raw: &RawConfig) -> Result<PathBuf, Invalid> {
+    let root = raw.root_dir.clone().unwrap_or_else(|| PathBuf::from("/"));
+    if !root.is_absolute() {
+        return Err(invalid(
+            "root_dir",
+            format!("{} is not an absolute path", root.display()),
+        ));
+    }
+    Ok(root)
+}
+
+/// Where the master listens: `interface`, `port`, the QUIC and HTTP/2 switches and ports, and
+/// the HTTP probe port.
+#[derive(Debug, PartialEq, Eq)]
+struct Network {
+    /// UDP address for QUIC, or off.
+    quic: Option<SocketAddr>,
+    /// TCP address for HTTP/2, or off.
+    h2: Option<SocketAddr>,
+    /// The HTTP probe and metrics address, or off.
+    http: Option<SocketAddr>,
+}
+
+impl Network {
+    /// Validates the network keys: at least one of QUIC and HTTP/2 must listen.
+    fn from_raw(raw: &RawConfig) -> Result<Network, Invalid> {
+        let interface = raw.interface.unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        let port = raw.port.unwrap_or(4506);
+        let quic = raw
+            .quic_enabled
+            .unwrap_or(true)
+            .then(|| SocketAddr::new(interface, raw.quic_port.unwrap_or(port)));
+        let h2 = raw
+            .h2_enabled
+            .unwrap_or(true)
+            .then(|| SocketAddr::new(interface, raw.h2_port.unwrap_or(port)));
+        if quic.is_none() && h2.is_none() {
+            return Err(invalid(
+                "quic_enabled",
+                "both quic_enabled and h2_enabled are false: nothing would listen",
+            ));
+        }
+        // On `interface` unless told otherwise: a master kept to loopback or one network
+        // does not expose its metrics on every other.
+        let http = raw.http_enabled.unwrap_or(true).then(|| {
+            SocketAddr::new(
+                raw.http_interface.unwrap_or(interface),
+                raw.http_port.unwrap_or(8080),
+            )
+        });
+        Ok(Network { quic, h2, http })
+    }
+}
+
+/// A duration key in seconds (`default` when unset): positive and at most [`MAX_SECS`].
+fn secs(key: &str, v: Option<f64>, default: f64) -> Result<Duration, Invalid> {
+    let v = v.unwrap_or(default);
+    if v > 0.0 && v <= MAX_SECS {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(invalid(
+            key,
+            format!("{v} is not a positive number of seconds (at most {MAX_SECS})"),
+        ))
+    }
+}
+
+/// The job cache backend (`job_cache`, `job_cache_postgres`, `job_cache_postgres_schema`);
+/// the environment's `SALTQ_JOB_CACHE_POSTGRES` wins over `job_cache_postgres`.
+fn job_cache(raw: &RawConfig, cachedir: &Path) -> Result<saltq_jobcache::CacheConfig, Invalid> {
+    match raw.job_cache.as_deref().unwrap_or("sqlite") {
+        "sqlite" => Ok(saltq_jobcache::CacheConfig::Sqlite {
+            path: cachedir.join("jobs.sqlite"),
+        }),
+        "postgres" => Ok(saltq_jobcache::CacheConfig::Postgres {
+            // The environment keeps a password out of the config file (e.g. from a Secret).
+            url: std::env::var("SALTQ_JOB_CACHE_POSTGRES")
+                .ok()
+                .filter(|v| !v.is_empty())
+                .or_else(|| raw.job_cache_postgres.clone())
+                .ok_or_else(|| {
+                    invalid("job_cache_postgres", "required when job_cache is postgres")
+                })?,
+            schema: raw.job_cache_postgres_schema.clone(),
+        }),
+        other => Err(invalid(
+            "job_cache",
+            format!("unknown backend {other:?}: expected sqlite or postgres"),
+        )),
+    }
+}
+
+/// Two keys that go together (a certificate and its key): both or neither.
+fn both<T>(a: (Option<T>, &str), b: (Option<T>, &str)) -> Result<Option<(T, T)>, Invalid> {
+    match (a.0, b.0) {
+        (Some(x), Some(y)) => Ok(Some((x, y))),
+        (None, None) => Ok(None),
+        (Some(_), None) => Err(invalid(b.1, format!("required with {}", a.1))),
+        (None, Some(_)) => Err(invalid(a.1, format!("required with {}", b.1))),
+    }
+}
+
+/// `max_message_size` (default 16 MiB), at least 1024 bytes.
+fn max_message_size(v: Option<usize>) -> Result<usize, Invalid> {
+    let max = v.unwrap_or(16 * 1024 * 1024);
+    if max < 1024 {
+        return Err(invalid(
+            "max_message_size",
+            format!("{max} bytes is too small (at least 1024)"),
+        ));
+    }
+    Ok(max)
+}
+
+/// The transport limits: `max_message_size` (checked before), the timeouts and the
+/// handshake bounds; the listeners' connection caps keep their defaults.
+fn limits(raw: &RawConfig, max_message_size: usize) -> Result<saltq_transport::Limits, Invalid> {
+    let defaults = saltq_transport::Limits::default();
+    Ok(saltq_transport::Limits {
+        max_message_size,
+        idle_timeout: secs("idle_timeout", raw.idle_timeout, 10.0)?,
+        keep_alive: secs("keep_alive", raw.keep_alive, 3.0)?,
+        max_concurrent_streams: raw.max_concurrent_streams.unwrap_or(64),
+        max_handshakes: match raw.max_handshakes {
+            Some(0) => return Err(invalid("max_handshakes", "must be at least 1")),
+            v => v.unwrap_or(256),
+        },
+        handshake_queue: secs(
+            "handshake_queue_seconds",
+            raw.handshake_queue_seconds,
+            defaults.handshake_queue.as_secs_f64(),
+        )?,
+        ..defaults
+    })
+}
+
+/// The fileserver: `hash_type` (checked), the file roots of every saltenv, and what it never
+/// serves (`fileserver_ignoresymlinks`, `file_ignore_regex`, `file_ignore_glob`).
+fn fileserver(raw: &RawConfig) -> Result<(String, saltq_fileserver::Roots), Invalid> {
+    let hash_type = raw
+        .hash_type
+        .clone()
+        .unwrap_or_else(|| saltq_fileserver::DEFAULT_HASH_TYPE.into());
+    saltq_fileserver::Hasher::new(&hash_type).map_err(|e| invalid("hash_type", e.to_string()))?;
+    let mut roots = saltq_fileserver::Roots::new(raw.file_roots.clone().unwrap_or_default());
+    roots.ignore_symlinks = raw.fileserver_ignoresymlinks.unwrap_or(false);
+    roots.ignore = saltq_fileserver::Ignore::new(
+        raw.file_ignore_regex.as_deref().unwrap_or_default(),
+        raw.file_ignore_glob.as_deref().unwrap_or_default(),
+    )
+    .map_err(|m| invalid("file_ignore_regex", m))?;
+    Ok((hash_type, roots))
+}
+
+/// The master's `id` (default `<hostname>_master`), which must not be blank.
+fn master_id(id: Option<String>) -> Result<String, Invalid> {
+    match id {
+        Some(id) if id.trim().is_empty() => Err(invalid("id", "must not be empty")),
+        Some(id) => Ok(id),
+        None => Ok(format!("{}_master", gethostname())),
+    }
+}
+
+/// The argument specs in `publisher_acl` and `client_acl`.
+fn check_acls(raw: &RawConfig) -> Result<(), Invalid> {
+    for (key, acl) in [
+        ("publisher_acl", &raw.publisher_acl),
+        ("client_acl", &raw.client_acl),
+    ] {
+        crate::acl::check_arg_specs(acl.as_ref()).map_err(|m| invalid(key, m))?;
+    }
+    Ok(())
+}
+
+/// salt-api (`rest_cherrypy` and its companions), validated by the netapi crate; `tls` is
+/// the certificate it serves unless `rest_cherrypy` names one.
+fn netapi(
+    raw: &RawConfig,
+    tls: (PathBuf, PathBuf),
+    cachedir: &Path,
+) -> Result<Option<saltq_netapi::Config>, Invalid> {
+    saltq_netapi::Config::from_raw(
+        &saltq_netapi::RawConfig {
+            rest_cherrypy: raw.rest_cherrypy.clone(),
+            netapi_enable_clients: raw.netapi_enable_clients.clone(),
+            external_auth: raw.external_auth.clone(),
+            token_expire: raw.token_expire,
+            pam_service: raw.auth_pam_service.clone(),
+            max_tokens_per_user: raw.max_tokens_per_user,
+        },
+        tls,
+        cachedir.to_path_buf(),
+    )
+}
+
+/// The event returners (`event_return` and its `event_return_*` settings), by known names.
+fn event_return(raw: &RawConfig) -> Result<Option<saltq_returners::EventReturnConfig>, Invalid> {
+    let Some(names) = &raw.event_return else {
+        return Ok(None);
+    };
+    let names = names.names();
+    if let Some(n) = names
+        .iter()
+        .find(|n| !saltq_returners::KNOWN.contains(&n.as_str()))
+    {
+        return Err(invalid(
+            "event_return",
+            format!(
+                "unknown returner {n:?}: expected one of {}",
+                saltq_returners::KNOWN.join(", ")
+            ),
+        ));
+    }
+    let max_age = raw.event_return_queue_max_seconds.unwrap_or(0.0);
+    if max_age.is_nan() || max_age > MAX_SECS {
+        return Err(invalid(
+            "event_return_queue_max_seconds",
+            format!("{max_age} is not a number of seconds (at most {MAX_SECS})"),
+        ));
+    }
+    Ok(Some(saltq_returners::EventReturnConfig {
+        returners: names,
+        whitelist: raw.event_return_whitelist.clone().unwrap_or_default(),
+        blacklist: raw.event_return_blacklist.clone().unwrap_or_default(),
+        queue: raw.event_return_queue.unwrap_or(0),
+        max_buffer: raw.event_return_buffer.unwrap_or(10_000),
+        queue_max_age: Duration::from_secs_f64(max_age.max(0.0)),
+        ..Default::default()
+    }))
+}
+
+/// `master_job_cache`: `local_cache` (saltq's own, nothing added) or a returner that can hold
+/// jobs.
+fn master_job_cache(name: Option<&str>) -> Result<Option<String>, Invalid> {
+    match name {
+        None | Some("local_cache") => Ok(None),
+        Some(n) if crate::job_cache_mirror::RETURNERS.contains(&n) => Ok(Some(n.to_owned())),
+        Some(n) => Err(invalid(
+            "master_job_cache",
+            format!(
+                "{n:?} cannot hold saltq's jobs: expected local_cache or one of {}",
+                crate::job_cache_mirror::RETURNERS.join(", ")
+            ),
+        )),
     }
 }
 
@@ -930,5 +1018,159 @@ issue_minion_certs: true
         }
         let err = load("minion_cert_days: soon\n").unwrap_err();
         assert!(err.contains("minion_cert_days"), "{err}");
+    }
+
+    fn raw(yaml: &str) -> RawConfig {
+        serde_yaml_ng::from_str(yaml).expect("test yaml")
+    }
+
+    #[test]
+    fn the_network_keys_give_the_listeners_and_refuse_none_at_all() {
+        let check = |yaml: &str, expected: Result<[Option<&str>; 3], &str>| {
+            let got = Network::from_raw(&raw(yaml))
+                .map(|n| [n.quic, n.h2, n.http].map(|a| a.map(|a| a.to_string())));
+            let expected = expected
+                .map(|e| e.map(|a| a.map(str::to_owned)))
+                .map_err(|k| k.to_owned());
+            assert_eq!(got.map_err(|(k, _)| k), expected, "{yaml}");
+        };
+        check(
+            "{}",
+            Ok([
+                Some("0.0.0.0:4506"),
+                Some("0.0.0.0:4506"),
+                Some("0.0.0.0:8080"),
+            ]),
+        );
+        check(
+            "interface: 127.0.0.2\nport: 1\nh2_port: 2\nhttp_enabled: false\n",
+            Ok([Some("127.0.0.2:1"), Some("127.0.0.2:2"), None]),
+        );
+        check(
+            "quic_enabled: false\nhttp_interface: ::1\nhttp_port: 0\n",
+            Ok([None, Some("0.0.0.0:4506"), Some("[::1]:0")]),
+        );
+        check(
+            "quic_enabled: false\nh2_enabled: false\n",
+            Err("quic_enabled"),
+        );
+    }
+
+    #[test]
+    fn paired_keys_go_together_and_name_the_missing_one() {
+        let check =
+            |a: Option<u8>, b: Option<u8>, expected: Result<Option<(u8, u8)>, (&str, &str)>| {
+                let expected = expected.map_err(|(k, m)| (k.to_owned(), m.to_owned()));
+                assert_eq!(both((a, "a_file"), (b, "b_file")), expected);
+            };
+        check(Some(1), Some(2), Ok(Some((1, 2))));
+        check(None, None, Ok(None));
+        check(Some(1), None, Err(("b_file", "required with a_file")));
+        check(None, Some(2), Err(("a_file", "required with b_file")));
+    }
+
+    #[test]
+    fn limits_durations_and_returner_keys_are_checked_one_by_one() {
+        let key = |r: Result<(), Invalid>| r.err().map(|(k, _)| k);
+        let limits_of = |yaml: &str| key(limits(&raw(yaml), 4096).map(drop));
+        assert_eq!(limits_of("{}"), None);
+        assert_eq!(limits_of("idle_timeout: 0\n"), Some("idle_timeout".into()));
+        assert_eq!(limits_of("keep_alive: -1\n"), Some("keep_alive".into()));
+        assert_eq!(
+            limits_of("max_handshakes: 0\n"),
+            Some("max_handshakes".into())
+        );
+        assert_eq!(
+            limits_of("handshake_queue_seconds: 2e9\n"),
+            Some("handshake_queue_seconds".into())
+        );
+        let l = limits(&raw("max_concurrent_streams: 9\nkeep_alive: 1.5\n"), 4096).unwrap();
+        assert_eq!(
+            (l.max_message_size, l.max_concurrent_streams, l.keep_alive),
+            (4096, 9, Duration::from_millis(1500))
+        );
+        assert_eq!(
+            key(max_message_size(Some(1023)).map(drop)),
+            Some("max_message_size".into())
+        );
+        assert_eq!(max_message_size(None), Ok(16 * 1024 * 1024));
+        assert!(matches!(event_return(&raw("{}")), Ok(None)));
+        assert_eq!(
+            key(event_return(&raw("event_return: mysql,nosuch\n")).map(drop)),
+            Some("event_return".into())
+        );
+        assert_eq!(
+            key(event_return(&raw(
+                "event_return: [mysql]\nevent_return_queue_max_seconds: .nan\n"
+            ))
+            .map(drop)),
+            Some("event_return_queue_max_seconds".into())
+        );
+        let er = event_return(&raw("event_return: mysql, redis\nevent_return_queue: 5\n"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (er.returners, er.queue),
+            (vec!["mysql".into(), "redis".into()], 5)
+        );
+        assert_eq!(master_job_cache(Some("local_cache")), Ok(None));
+        assert_eq!(
+            key(master_job_cache(Some("syslog")).map(drop)),
+            Some("master_job_cache".into())
+        );
+        assert_eq!(
+            key(master_id(Some(" ".into())).map(drop)),
+            Some("id".into())
+        );
+        assert_eq!(master_id(Some("m1".into())), Ok("m1".into()));
+    }
+
+    #[test]
+    fn with_several_bad_keys_the_first_checked_is_named() {
+        // The order keys are checked in is part of the behaviour: each line below makes the
+        // next one's key the first bad one when removed.
+        let mut lines = vec![
+            "root_dir: relative",
+            "quic_enabled: false\nh2_enabled: false",
+            "log_level: loud",
+            "job_cache: mongo",
+            "master_cert_file: /c.pem",
+            "max_message_size: 10",
+            "cluster_nats: nats://127.0.0.1:4222",
+            "hash_type: crc",
+            "id: ' '",
+            "minion_cert_days: 0",
+            "idle_timeout: 0",
+            "max_handshakes: 0",
+            "event_return: nosuch",
+            "master_job_cache: syslog",
+            "timeout: 0",
+            "gather_job_timeout: 0",
+        ];
+        let keys = [
+            "root_dir",
+            "quic_enabled",
+            "log_level",
+            "job_cache",
+            "master_key_file",
+            "max_message_size",
+            "cluster_nats",
+            "hash_type",
+            "id",
+            "minion_cert_days",
+            "idle_timeout",
+            "max_handshakes",
+            "event_return",
+            "master_job_cache",
+            "timeout",
+            "gather_job_timeout",
+        ];
+        for key in keys {
+            let yaml = lines.join("\n") + "\n";
+            let err = load(&yaml).unwrap_err();
+            assert!(err.contains(&format!("key {key:?}:")), "{key}: {err}");
+            lines.remove(0);
+        }
+        assert!(load(&lines.join("\n")).is_ok());
     }
 }
