@@ -408,8 +408,21 @@ pub fn py_percent(fmt: &str, args: &JValue, spread: bool) -> Result<String, Erro
     Ok(out)
 }
 
-/// Adds Salt's filters and tests to `env`.
+/// Adds Salt's filters and tests to `env`, family by family.
 pub fn register(env: &mut Environment<'static>) {
+    register_data(env);
+    register_regex(env);
+    register_yaml_quoting(env);
+    register_serializers(env);
+    register_checks_and_hashes(env);
+    register_sets(env);
+    register_truncate_dictsort(env);
+    register_indent(env);
+    register_dates_and_text(env);
+}
+
+/// Python's `%` formatting and the data helpers (`to_bool`, `unique`, `sequence`, `traverse`).
+fn register_data(env: &mut Environment<'static>) {
     env.add_filter("__pyformat", |fmt: String, args: JValue| {
         py_percent(&fmt, &args, false)
     });
@@ -450,6 +463,10 @@ pub fn register(env: &mut Environment<'static>) {
             Ok(cur)
         },
     );
+}
+
+/// The regex filters and the `match`, `equalto` and `list` tests.
+fn register_regex(env: &mut Environment<'static>) {
     env.add_filter(
         "regex_match",
         |txt: String, rgx: String, kwargs: Kwargs| -> Result<JValue, Error> {
@@ -501,6 +518,10 @@ pub fn register(env: &mut Environment<'static>) {
     });
     env.add_test("equalto", |a: JValue, b: JValue| a == b);
     env.add_test("list", |v: JValue| v.kind() == ValueKind::Seq);
+}
+
+/// The YAML quoting filters (`yaml_squote`, `yaml_dquote`, `yaml_encode`).
+fn register_yaml_quoting(env: &mut Environment<'static>) {
     env.add_filter("yaml_squote", |v: JValue| yaml_single(&py_text(&v)));
     env.add_filter("yaml_dquote", |v: JValue| yaml_double(&py_text(&v)));
     env.add_filter("yaml_encode", |v: JValue| -> Result<String, Error> {
@@ -518,6 +539,10 @@ pub fn register(env: &mut Environment<'static>) {
             )),
         }
     });
+}
+
+/// The serializer filters (`tojson`, `json`, `yaml`, `python`, `load_*`).
+fn register_serializers(env: &mut Environment<'static>) {
     env.add_filter(
         "tojson",
         |v: JValue, kwargs: Kwargs| -> Result<JValue, Error> {
@@ -590,6 +615,10 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_filter("load_yaml", |v: JValue| parse_data("yaml", &py_text(&v)));
     env.add_filter("load_json", |v: JValue| parse_data("json", &py_text(&v)));
     env.add_filter("load_text", |v: JValue| py_text(&v));
+}
+
+/// `avg`, the type and IP checks, the hashes, base64, `path_join` and `quote`.
+fn register_checks_and_hashes(env: &mut Environment<'static>) {
     env.add_filter("avg", |v: JValue| -> Result<f64, Error> {
         let list = items(&v)?;
         if list.is_empty() {
@@ -643,6 +672,10 @@ pub fn register(env: &mut Environment<'static>) {
         out
     });
     env.add_filter("quote", |v: JValue| shell_quote(&py_text(&v)));
+}
+
+/// `flatten`, the set filters and the number conversions.
+fn register_sets(env: &mut Environment<'static>) {
     env.add_filter(
         "flatten",
         |v: JValue, kwargs: Kwargs| -> Result<JValue, Error> {
@@ -698,6 +731,10 @@ pub fn register(env: &mut Environment<'static>) {
     );
     env.add_filter("to_num", |v: JValue| number(&v));
     env.add_filter("str_to_num", |v: JValue| number(&v));
+}
+
+/// Jinja's `truncate` and `dictsort` as Salt's Jinja has them.
+fn register_truncate_dictsort(env: &mut Environment<'static>) {
     // Jinja's truncate (positional killwords/end as well as keywords, leeway 5).
     env.add_filter(
         "truncate",
@@ -770,6 +807,10 @@ pub fn register(env: &mut Environment<'static>) {
             ))
         },
     );
+}
+
+/// Jinja's `indent` as Salt's Jinja has it.
+fn register_indent(env: &mut Environment<'static>) {
     // Jinja's indent(width=4, first=False, blank=False), keeping its trailing-newline quirk.
     env.add_filter(
         "indent",
@@ -815,6 +856,10 @@ pub fn register(env: &mut Environment<'static>) {
             Ok(rv)
         },
     );
+}
+
+/// `strftime`/`date_format`, `center`, `is_empty` and `contains_whitespace`.
+fn register_dates_and_text(env: &mut Environment<'static>) {
     // salt.utils.dateutils.strftime without timelib: a timestamp (number or digits), or
     // now when none; formatted in local time.
     let strftime = |date: Option<JValue>, format: Option<String>| -> Result<String, Error> {
