@@ -563,209 +563,290 @@ fn traverse<'a>(root: &'a Value, key: &str, delim: &str) -> Option<&'a Value> {
     Some(cur)
 }
 
+/// `file.managed`'s arguments as read before anything else.
+#[derive(Debug, Default)]
+struct ManagedArgs {
+    /// `mode: keep`: the file takes its source's mode.
+    keep_mode: bool,
+    mode: Option<String>,
+    source: Option<Value>,
+    /// Whether `source` is given and truthy.
+    source_given: bool,
+    /// `replace`, false when there is nothing to write.
+    replace: bool,
+    /// `file_mode` was given: Salt warns that it is ignored.
+    warn_file_mode: bool,
+}
+
+/// The warning Salt gives for `file_mode` in `file.managed`.
+const FILE_MODE_WARNING: &str = "The 'file_mode' argument will be ignored.  Please use 'mode' \
+                                 instead to set file permissions.";
+
+/// `file.managed`'s first checks (a name, at most one way to give the content) and its
+/// arguments, or the comment Salt fails with.
+fn managed_args(name: &str, args: &Map<String, Value>) -> Result<ManagedArgs, String> {
+    let arg = |k: &str| args.get(k).filter(|v| !v.is_null());
+    if name.is_empty() {
+        return Err("Destination file name is required".into());
+    }
+    let mode_arg = arg("mode");
+    let keep_mode = matches!(mode_arg, Some(Value::String(s)) if s.to_lowercase() == "keep");
+    let source = arg("source").cloned();
+    let source_given = source.as_ref().is_some_and(saltq_semantics::python::truthy);
+    let count = ["contents", "contents_pillar", "contents_grains"]
+        .iter()
+        .filter(|k| arg(k).is_some())
+        .count();
+    if source_given && count > 0 {
+        return Err(
+            "'source' cannot be used in combination with 'contents', 'contents_pillar', or \
+             'contents_grains'"
+                .into(),
+        );
+    } else if keep_mode && count > 0 {
+        return Err(
+            "Mode preservation cannot be used in combination with 'contents', \
+             'contents_pillar', or 'contents_grains'"
+                .into(),
+        );
+    } else if count > 1 {
+        return Err(
+            "Only one of 'contents', 'contents_pillar', and 'contents_grains' is permitted".into(),
+        );
+    }
+    let replace = arg("replace").is_none_or(saltq_semantics::python::truthy);
+    Ok(ManagedArgs {
+        keep_mode,
+        mode: if keep_mode {
+            None
+        } else {
+            mode_arg.and_then(normalize_mode)
+        },
+        source,
+        source_given,
+        replace: replace && (source_given || count > 0),
+        warn_file_mode: args.contains_key("file_mode"),
+    })
+}
+
+/// `contents_pillar`/`contents_grains`: the value at each key of `root` (joined by lines for
+/// a list of keys), or Salt's comment naming the missing key.
+fn lookup_contents(keys: &Value, root: &Value, delim: &str, what: &str) -> Result<Value, String> {
+    let names: Vec<String> = match keys {
+        Value::Array(a) => a.iter().map(py_str).collect(),
+        other => vec![py_str(other)],
+    };
+    let mut found = Vec::new();
+    for k in &names {
+        match traverse(root, k, delim) {
+            Some(v) => found.push(v.clone()),
+            None => return Err(format!("{what} {k} does not exist")),
+        }
+    }
+    Ok(if keys.is_array() {
+        Value::String(found.iter().map(py_str).collect::<Vec<_>>().join("\n"))
+    } else {
+        found.remove(0)
+    })
+}
+
+/// The content given inline, from pillar or from grains, before it is rendered.
+fn given_contents(call: &StateCall) -> Result<Option<Value>, String> {
+    let delim = str_arg(call, "contents_delimiter").unwrap_or_else(|| ":".into());
+    if let Some(p) = call.arg("contents_pillar") {
+        lookup_contents(p, &call.ctx.pillar(), &delim, "Pillar").map(Some)
+    } else if let Some(g) = call.arg("contents_grains") {
+        lookup_contents(g, &call.ctx.grains(), &delim, "Grain").map(Some)
+    } else {
+        Ok(call.arg("contents").cloned())
+    }
+}
+
+/// Salt's refusal of empty content when `allow_empty` is false, naming where it came from.
+fn empty_contents_error(args: &Map<String, Value>, value: &Value) -> Option<String> {
+    let arg = |k: &str| args.get(k).filter(|v| !v.is_null());
+    let allow_empty = arg("allow_empty").is_none_or(saltq_semantics::python::truthy);
+    if allow_empty || saltq_semantics::python::truthy(value) {
+        return None;
+    }
+    let id = if let Some(p) = arg("contents_pillar") {
+        format!("contents_pillar {}", py_str(p))
+    } else if let Some(g) = arg("contents_grains") {
+        format!("contents_grains {}", py_str(g))
+    } else {
+        "'contents'".into()
+    };
+    Some(format!(
+        "{id} value would result in empty contents. Set allow_empty to True to allow the \
+         managed file to be empty."
+    ))
+}
+
+/// The text to write from the given content: its lines, rendered by `template` (only
+/// `jinja` is supported for inline content).
+async fn contents_to_write(
+    call: &StateCall,
+    v: &Value,
+    template: Option<&str>,
+) -> Result<String, String> {
+    if let Some(e) = empty_contents_error(&call.args, v) {
+        return Err(e);
+    }
+    let text = contents_text(v, bool_arg(call, "contents_newline", true));
+    let Some(engine) = template else {
+        return Ok(text);
+    };
+    if engine != "jinja" {
+        return Err(format!(
+            "Specified template format {engine} is not supported"
+        ));
+    }
+    let mut extra = Map::new();
+    for key in ["defaults", "context"] {
+        if let Some(Value::Object(m)) = call.arg(key) {
+            extra.extend(m.clone());
+        }
+    }
+    render(call, text, engine, String::new(), extra).await
+}
+
+/// Salt's checks of the target once the owner is known good: an absolute path, not a
+/// directory, `context` and `defaults` as dicts.
+fn check_managed_target(name: &str, is_dir: bool, args: &Map<String, Value>) -> Result<(), String> {
+    let arg = |k: &str| args.get(k).filter(|v| !v.is_null());
+    if !name.starts_with('/') {
+        return Err(format!("Specified file {name} is not an absolute path"));
+    }
+    if is_dir {
+        return Err(format!("Specified target {name} is a directory"));
+    }
+    if arg("context").is_some_and(|c| !c.is_object()) {
+        return Err("Context must be formed as a dict".into());
+    }
+    if arg("defaults").is_some_and(|d| saltq_semantics::python::truthy(d) && !d.is_object()) {
+        return Err("Defaults must be formed as a dict".into());
+    }
+    Ok(())
+}
+
+/// The comment for an existing file left as it is (`replace: False`): what test mode says
+/// of its mode, or that it already has its permissions.
+fn kept_file_comment(
+    name: &str,
+    test: bool,
+    mode: Option<&str>,
+    lmode: &str,
+    ret: &Ret,
+) -> Option<String> {
+    if test {
+        return Some(match mode {
+            Some(m) if m != lmode => format!(
+                "File {name} will be updated with permissions {m} from its current state of \
+                 {lmode}"
+            ),
+            _ => format!("File {name} not updated"),
+        });
+    }
+    (ret.changes.is_empty() && ret.result == Some(true))
+        .then(|| format!("File {name} exists with proper permissions. No changes made."))
+}
+
+/// Salt's test-mode answer from what `check_changes` found.
+fn test_mode_answer(name: &str, changes: Map<String, Value>, show_changes: bool, ret: &mut Ret) {
+    if changes.is_empty() {
+        ret.comment = format!("The file {name} is in the correct state");
+        return;
+    }
+    ret.changes = changes;
+    ret.result = None;
+    ret.comment = format!(
+        "The file {name} is set to be changed\nNote: No changes made, actual changes may\nbe \
+         different due to other states."
+    );
+    if ret.changes.contains_key("diff") && !show_changes {
+        ret.changes
+            .insert("diff".into(), "<show_changes=False>".into());
+    }
+}
+
 /// `file.managed`.
 pub(crate) async fn managed(call: StateCall) -> Result<Ret, StateError> {
     let name = name_of(&call);
     let mut ret = Ret::new(name.clone());
-    if name.is_empty() {
-        return Ok(error(ret, "Destination file name is required"));
-    }
-    let test = call.test;
-    let mode_arg = call.arg("mode").cloned();
-    let keep_mode = matches!(&mode_arg, Some(Value::String(s)) if s.to_lowercase() == "keep");
-    let mut mode = if keep_mode {
-        None
-    } else {
-        mode_arg.as_ref().and_then(normalize_mode)
+    let a = match managed_args(&name, &call.args) {
+        Ok(a) => a,
+        Err(e) => return Ok(error(ret, e)),
     };
-    let source = call.arg("source").cloned();
-    let source_given = source.as_ref().is_some_and(saltq_semantics::python::truthy);
-    let contents_keys = ["contents", "contents_pillar", "contents_grains"];
-    let count = contents_keys
-        .iter()
-        .filter(|k| call.arg(k).is_some())
-        .count();
-    if source_given && count > 0 {
-        return Ok(error(
-            ret,
-            "'source' cannot be used in combination with 'contents', 'contents_pillar', or \
-             'contents_grains'",
-        ));
-    } else if keep_mode && count > 0 {
-        return Ok(error(
-            ret,
-            "Mode preservation cannot be used in combination with 'contents', \
-             'contents_pillar', or 'contents_grains'",
-        ));
-    } else if count > 1 {
-        return Ok(error(
-            ret,
-            "Only one of 'contents', 'contents_pillar', and 'contents_grains' is permitted",
-        ));
-    }
-    let mut replace = bool_arg(&call, "replace", true);
-    if !source_given && count == 0 {
-        replace = false;
-    }
-    if call.args.contains_key("file_mode") {
+    if a.warn_file_mode {
         ret.extra.insert(
             "warnings".into(),
-            Value::Array(vec![
-                "The 'file_mode' argument will be ignored.  Please use 'mode' instead to set \
-                 file permissions."
-                    .into(),
-            ]),
+            Value::Array(vec![FILE_MODE_WARNING.into()]),
         );
     }
-    let delim = str_arg(&call, "contents_delimiter").unwrap_or_else(|| ":".into());
-    let use_contents: Option<Value> = if let Some(p) = call.arg("contents_pillar") {
-        let pillar = call.ctx.pillar();
-        let keys: Vec<String> = match p {
-            Value::Array(a) => a.iter().map(py_str).collect(),
-            other => vec![py_str(other)],
-        };
-        let mut found = Vec::new();
-        for k in &keys {
-            match traverse(&pillar, k, &delim) {
-                Some(v) => found.push(v.clone()),
-                None => return Ok(error(ret, format!("Pillar {k} does not exist"))),
-            }
-        }
-        Some(if p.is_array() {
-            Value::String(found.iter().map(py_str).collect::<Vec<_>>().join("\n"))
-        } else {
-            found.remove(0)
-        })
-    } else if let Some(g) = call.arg("contents_grains") {
-        let grains = call.ctx.grains();
-        let keys: Vec<String> = match g {
-            Value::Array(a) => a.iter().map(py_str).collect(),
-            other => vec![py_str(other)],
-        };
-        let mut found = Vec::new();
-        for k in &keys {
-            match traverse(&grains, k, &delim) {
-                Some(v) => found.push(v.clone()),
-                None => return Ok(error(ret, format!("Grain {k} does not exist"))),
-            }
-        }
-        Some(if g.is_array() {
-            Value::String(found.iter().map(py_str).collect::<Vec<_>>().join("\n"))
-        } else {
-            found.remove(0)
-        })
-    } else {
-        call.arg("contents").cloned()
+    let use_contents = match given_contents(&call) {
+        Ok(v) => v,
+        Err(e) => return Ok(error(ret, e)),
     };
     let template = str_arg(&call, "template").filter(|t| !t.is_empty());
-    let mut contents: Option<String> = None;
-    if let Some(v) = &use_contents {
-        if !bool_arg(&call, "allow_empty", true) && !saltq_semantics::python::truthy(v) {
-            let id = if let Some(p) = call.arg("contents_pillar") {
-                format!("contents_pillar {}", py_str(p))
-            } else if let Some(g) = call.arg("contents_grains") {
-                format!("contents_grains {}", py_str(g))
-            } else {
-                "'contents'".into()
-            };
-            return Ok(error(
-                ret,
-                format!(
-                    "{id} value would result in empty contents. Set allow_empty to True to \
-                     allow the managed file to be empty."
-                ),
-            ));
-        }
-        let mut text = contents_text(v, bool_arg(&call, "contents_newline", true));
-        if let Some(engine) = &template {
-            if engine != "jinja" {
-                return Ok(error(
-                    ret,
-                    format!("Specified template format {engine} is not supported"),
-                ));
-            }
-            let mut extra = Map::new();
-            for key in ["defaults", "context"] {
-                if let Some(Value::Object(m)) = call.arg(key) {
-                    extra.extend(m.clone());
-                }
-            }
-            match render(&call, text, engine, String::new(), extra).await {
-                Ok(t) => text = t,
-                Err(e) => return Ok(error(ret, e)),
-            }
-        }
-        contents = Some(text);
-    }
+    let contents = match &use_contents {
+        Some(v) => match contents_to_write(&call, v, template.as_deref()).await {
+            Ok(text) => Some(text),
+            Err(e) => return Ok(error(ret, e)),
+        },
+        None => None,
+    };
     let user = call.arg("user").cloned();
     let group = call.arg("group").cloned();
     if !bool_arg(&call, "create", true) && !Path::new(&name).is_file() {
         ret.comment = format!("File {name} is not present and is not set for creation");
         return Ok(ret);
     }
-    let u_check = check_user(user.as_ref(), group.as_ref(), test);
+    let u_check = check_user(user.as_ref(), group.as_ref(), call.test);
     if !u_check.is_empty() {
         return Ok(error(ret, u_check));
     }
-    if !name.starts_with('/') {
-        return Ok(error(
-            ret,
-            format!("Specified file {name} is not an absolute path"),
-        ));
+    if let Err(e) = check_managed_target(&name, Path::new(&name).is_dir(), &call.args) {
+        return Ok(error(ret, e));
     }
-    if Path::new(&name).is_dir() {
-        return Ok(error(
-            ret,
-            format!("Specified target {name} is a directory"),
-        ));
-    }
-    if call.arg("context").is_some_and(|c| !c.is_object()) {
-        return Ok(error(ret, "Context must be formed as a dict"));
-    }
-    if call
-        .arg("defaults")
-        .is_some_and(|d| saltq_semantics::python::truthy(d) && !d.is_object())
-    {
-        return Ok(error(ret, "Defaults must be formed as a dict"));
-    }
-    let follow = bool_arg(&call, "follow_symlinks", true);
-    let show_changes = bool_arg(&call, "show_changes", true);
     let path = PathBuf::from(&name);
-    if !replace && path.exists() {
+    let mut spec = FileSpec {
+        user,
+        group,
+        mode: a.mode.clone(),
+        follow: bool_arg(&call, "follow_symlinks", true),
+        show_changes: bool_arg(&call, "show_changes", true),
+        makedirs: bool_arg(&call, "makedirs", false),
+        dir_mode: call.arg("dir_mode").and_then(normalize_mode),
+        backup: str_arg(&call, "backup"),
+    };
+    if !a.replace && path.exists() {
         let perms = check_perms(
             &path,
             &mut ret,
-            user.as_ref(),
-            group.as_ref(),
-            mode.as_deref(),
-            follow,
-            test,
+            spec.user.as_ref(),
+            spec.group.as_ref(),
+            spec.mode.as_deref(),
+            spec.follow,
+            call.test,
         );
-        if test {
-            ret.comment = match &mode {
-                Some(m) if *m != perms.lmode => format!(
-                    "File {name} will be updated with permissions {m} from its current state \
-                     of {}",
-                    perms.lmode
-                ),
-                _ => format!("File {name} not updated"),
-            };
-        } else if ret.changes.is_empty() && ret.result == Some(true) {
-            ret.comment = format!("File {name} exists with proper permissions. No changes made.");
+        if let Some(c) =
+            kept_file_comment(&name, call.test, spec.mode.as_deref(), &perms.lmode, &ret)
+        {
+            ret.comment = c;
         }
         return Ok(ret);
     }
     let source_hash = str_arg(&call, "source_hash").unwrap_or_default();
-    let (source, source_hash) = match &source {
-        Some(s) if source_given => match source_list(&call, s, &source_hash).await {
+    let (source, source_hash) = match &a.source {
+        Some(s) if a.source_given => match source_list(&call, s, &source_hash).await {
             Ok(pair) => pair,
             Err(e) => return Ok(error(ret, format!("Unable to manage file: {e}"))),
         },
         _ => (String::new(), source_hash),
     };
-    let skip_verify = bool_arg(&call, "skip_verify", false);
     let mut m = Managed::default();
     if contents.is_none() {
+        let skip_verify = bool_arg(&call, "skip_verify", false);
         match get_managed(
             &call,
             &name,
@@ -780,37 +861,13 @@ pub(crate) async fn managed(call: StateCall) -> Result<Ret, StateError> {
             Err(comment) => return Ok(error(ret, comment)),
         }
     }
-    if keep_mode && !source.is_empty() {
-        mode = keep_mode_of(&call, &source).await;
+    if a.keep_mode && !source.is_empty() {
+        spec.mode = keep_mode_of(&call, &source).await;
     }
-    let spec = FileSpec {
-        user,
-        group,
-        mode,
-        follow,
-        show_changes,
-        makedirs: bool_arg(&call, "makedirs", false),
-        dir_mode: call.arg("dir_mode").and_then(normalize_mode),
-        backup: str_arg(&call, "backup"),
-    };
-    if test {
+    if call.test {
         match check_changes(&call, &path, &mut m, contents.as_deref(), &spec).await {
             Err(comment) => return Ok(error(ret, comment)),
-            Ok(changes) if !changes.is_empty() => {
-                ret.changes = changes;
-                ret.result = None;
-                ret.comment = format!(
-                    "The file {name} is set to be changed\nNote: No changes made, actual \
-                     changes may\nbe different due to other states."
-                );
-                if ret.changes.contains_key("diff") && !show_changes {
-                    ret.changes
-                        .insert("diff".into(), "<show_changes=False>".into());
-                }
-            }
-            Ok(_) => {
-                ret.comment = format!("The file {name} is in the correct state");
-            }
+            Ok(changes) => test_mode_answer(&name, changes, spec.show_changes, &mut ret),
         }
         return Ok(ret);
     }
@@ -955,17 +1012,102 @@ pub(super) async fn check_changes(
     Ok(changes)
 }
 
+/// Salt's comment when downloaded data does not match `source_hash`: for an existing file
+/// it names the source and suggests `source_hash_name`, for a new one it names the file.
+fn checksum_mismatch(sum: &Sum, dl: &str, source: &str, name: &str, existing: bool) -> String {
+    if existing {
+        format!(
+            "Specified {} checksum for {source} ({}) does not match actual checksum ({dl}). If \
+             the 'source_hash' value refers to a remote file with multiple possible matches, \
+             then it may be necessary to set 'source_hash_name'.",
+            sum.hash_type, sum.hsum
+        )
+    } else {
+        format!(
+            "Specified {} checksum for {name} ({}) does not match actual checksum ({dl})",
+            sum.hash_type, sum.hsum
+        )
+    }
+}
+
+/// The `diff` change for new data over `old`: hidden with `show_changes: False`, none when
+/// the diff is empty.
+fn diff_change(old: &[u8], new: &[u8], show_changes: bool) -> Option<String> {
+    if !show_changes {
+        return Some("<show_changes=False>".into());
+    }
+    Some(get_diff(old, new, true)).filter(|d| !d.is_empty())
+}
+
+/// The mode for parents `makedirs` creates: `dir_mode`, else the file's mode with each
+/// non-zero digit of its last three made executable (`0644` gives `755`).
+fn parent_dir_mode(dir_mode: Option<&str>, mode: Option<&str>) -> Option<String> {
+    dir_mode.map(str::to_owned).or_else(|| {
+        mode.map(|mode| {
+            let digits: Vec<char> = mode.chars().collect();
+            digits[digits.len().saturating_sub(3)..]
+                .iter()
+                .map(|c| match c.to_digit(8) {
+                    Some(0) | None => *c,
+                    Some(d) => char::from_digit(d | 1, 8).unwrap_or(*c),
+                })
+                .collect()
+        })
+    })
+}
+
+/// Salt's closing comment once a file was written (or found right).
+fn closing_comment(name: &str, existing: bool, ret: &mut Ret) {
+    if existing {
+        if !ret.changes.is_empty() {
+            ret.comment = format!("File {name} updated");
+        } else if ret.result == Some(true) {
+            ret.comment = format!("File {name} is in the correct state");
+        }
+        return;
+    }
+    if ret.comment.is_empty() {
+        ret.comment = format!("File {name} updated");
+    }
+    if ret.changes.is_empty() && ret.result == Some(true) {
+        ret.comment = format!("File {name} is in the correct state");
+    }
+}
+
+/// What creating a new file without a source gives: the change and comment, or Salt's
+/// failure comment.
+fn created_outcome(
+    name: &str,
+    created: bool,
+    has_contents: bool,
+    ret: &mut Ret,
+) -> Result<(), String> {
+    match (created, has_contents) {
+        (true, false) => {
+            ret.changes
+                .insert("new".into(), format!("file {name} created").into());
+            ret.comment = "Empty file".into();
+            Ok(())
+        }
+        (true, true) => {
+            ret.changes.insert("diff".into(), "New file".into());
+            Ok(())
+        }
+        (false, false) => Err(format!("Empty file {name} not created")),
+        (false, true) => Err(format!("File {name} not created")),
+    }
+}
+
 /// Salt's `manage_file`: writes the file where its content differs, then its owner and mode.
 pub(super) async fn manage_file(
     call: &StateCall,
-    mut ret: Ret,
+    ret: Ret,
     path: &Path,
     source: &str,
     m: &mut Managed,
     contents: Option<&str>,
     spec: &FileSpec,
 ) -> Ret {
-    let name = path.to_string_lossy().into_owned();
     let is_link = std::fs::symlink_metadata(path).is_ok_and(|md| md.file_type().is_symlink());
     if path.is_file() || is_link {
         let real = if is_link && spec.follow {
@@ -973,197 +1115,182 @@ pub(super) async fn manage_file(
         } else {
             path.to_path_buf()
         };
-        if !source.is_empty() {
-            let sum = m.sum.clone().unwrap_or(Sum {
-                hash_type: "sha256".into(),
-                hsum: String::new(),
-            });
-            let old = std::fs::read(&real).ok();
-            let name_sum = old.as_ref().and_then(|o| hash_bytes(o, &sum.hash_type));
-            if name_sum.as_deref() != Some(sum.hsum.as_str()) {
-                let new = match fetch(call, m).await {
-                    Ok(d) => d,
-                    Err(_) => return error(ret, format!("Source file '{source}' not found")),
-                };
-                if m.verify {
-                    let dl = hash_bytes(&new, &sum.hash_type).unwrap_or_default();
-                    if dl != sum.hsum {
-                        ret.result = Some(false);
-                        ret.comment = format!(
-                            "Specified {} checksum for {source} ({}) does not match actual \
-                             checksum ({dl}). If the 'source_hash' value refers to a remote \
-                             file with multiple possible matches, then it may be necessary to \
-                             set 'source_hash_name'.",
-                            sum.hash_type, sum.hsum
-                        );
-                        return ret;
-                    }
-                }
-                if !spec.show_changes {
-                    ret.changes
-                        .insert("diff".into(), "<show_changes=False>".into());
-                } else {
-                    let d = get_diff(&old.unwrap_or_default(), &new, true);
-                    if !d.is_empty() {
-                        ret.changes.insert("diff".into(), d.into());
-                    }
-                }
-                backup_before_write(call, spec, &real);
-                if let Err(e) = copy_into(&new, &real) {
-                    return error(
-                        ret,
-                        format!("Failed to commit change: {}", os_error(&e, &name)),
-                    );
-                }
-            }
-        }
-        if let Some(text) = contents {
-            let old = match std::fs::read(&real) {
-                Ok(old) => Some(old),
-                Err(e) => {
-                    let msg = format!(
-                        "Failed to detect changes to file: Failed to read {}: {}",
-                        real.display(),
-                        super::strerror(&e)
-                    );
-                    ret.extra
-                        .insert("warnings".into(), Value::Array(vec![msg.into()]));
-                    None
-                }
-            };
-            let d = old.map_or_else(String::new, |old| {
-                get_diff(&old, text.as_bytes(), spec.show_changes)
-            });
-            if !d.is_empty() {
-                ret.changes.insert("diff".into(), d.into());
-                backup_before_write(call, spec, &real);
-                if let Err(e) = copy_into(text.as_bytes(), &real) {
-                    return error(
-                        ret,
-                        format!("Failed to commit change: {}", os_error(&e, &name)),
-                    );
-                }
-            }
-        }
-        check_perms(
-            path,
-            &mut ret,
-            spec.user.as_ref(),
-            spec.group.as_ref(),
-            spec.mode.as_deref(),
-            spec.follow,
-            false,
-        );
-        if !ret.changes.is_empty() {
-            ret.comment = format!("File {name} updated");
-        } else if ret.result == Some(true) {
-            ret.comment = format!("File {name} is in the correct state");
-        }
-        return ret;
+        return update_existing(call, ret, path, &real, source, m, contents, spec).await;
     }
-    // The file does not exist.
-    let contain_dir = dirname(&name);
-    let make_parents = |ret: Ret| -> Result<Ret, Box<Ret>> {
-        if Path::new(&contain_dir).is_dir() {
-            return Ok(ret);
+    create_new(call, ret, path, source, m, contents, spec).await
+}
+
+/// The way `manage_file` turns a failed write into its answer.
+fn commit_failed(ret: Ret, e: &std::io::Error, name: &str) -> Ret {
+    error(
+        ret,
+        format!("Failed to commit change: {}", os_error(e, name)),
+    )
+}
+
+/// An existing file (or the file a symlink leads to, `real`): the source's data where its
+/// hash differs, the content where it differs, then owner and mode.
+#[allow(clippy::too_many_arguments)]
+async fn update_existing(
+    call: &StateCall,
+    mut ret: Ret,
+    path: &Path,
+    real: &Path,
+    source: &str,
+    m: &mut Managed,
+    contents: Option<&str>,
+    spec: &FileSpec,
+) -> Ret {
+    let name = path.to_string_lossy().into_owned();
+    if !source.is_empty() {
+        ret = match update_from_source(call, ret, &name, real, source, m, spec).await {
+            Ok(ret) => ret,
+            Err(answer) => return *answer,
+        };
+    }
+    if let Some(text) = contents {
+        ret = match update_from_contents(call, ret, &name, real, text, spec) {
+            Ok(ret) => ret,
+            Err(answer) => return *answer,
+        };
+    }
+    check_perms(
+        path,
+        &mut ret,
+        spec.user.as_ref(),
+        spec.group.as_ref(),
+        spec.mode.as_deref(),
+        spec.follow,
+        false,
+    );
+    closing_comment(&name, true, &mut ret);
+    ret
+}
+
+/// Writes the source's data over `real` when their hashes differ (checked first when the
+/// hash is to be verified); `Err` is the answer to give at once.
+async fn update_from_source(
+    call: &StateCall,
+    mut ret: Ret,
+    name: &str,
+    real: &Path,
+    source: &str,
+    m: &mut Managed,
+    spec: &FileSpec,
+) -> Result<Ret, Box<Ret>> {
+    let sum = m.sum.clone().unwrap_or(Sum {
+        hash_type: "sha256".into(),
+        hsum: String::new(),
+    });
+    let old = std::fs::read(real).ok();
+    let name_sum = old.as_ref().and_then(|o| hash_bytes(o, &sum.hash_type));
+    if name_sum.as_deref() == Some(sum.hsum.as_str()) {
+        return Ok(ret);
+    }
+    let Ok(new) = fetch(call, m).await else {
+        return Err(Box::new(error(
+            ret,
+            format!("Source file '{source}' not found"),
+        )));
+    };
+    if m.verify {
+        let dl = hash_bytes(&new, &sum.hash_type).unwrap_or_default();
+        if dl != sum.hsum {
+            let msg = checksum_mismatch(&sum, &dl, source, name, true);
+            return Err(Box::new(error(ret, msg)));
         }
-        if !spec.makedirs {
-            let mut ret = ret;
-            ret.changes.remove("diff");
-            return Err(Box::new(error(ret, "Parent directory not present")));
-        }
-        let dir_mode = spec.dir_mode.clone().or_else(|| {
-            spec.mode.as_ref().map(|mode| {
-                let digits: Vec<char> = mode.chars().collect();
-                digits[digits.len().saturating_sub(3)..]
-                    .iter()
-                    .map(|c| match c.to_digit(8) {
-                        Some(0) | None => *c,
-                        Some(d) => char::from_digit(d | 1, 8).unwrap_or(*c),
-                    })
-                    .collect()
-            })
-        });
-        match makedirs(
-            &name,
-            spec.user.as_ref(),
-            spec.group.as_ref(),
-            dir_mode.as_deref(),
-        ) {
-            Ok(()) => Ok(ret),
-            Err(e) => Err(Box::new(error(ret, os_error(&e, &contain_dir)))),
+    }
+    if let Some(d) = diff_change(&old.unwrap_or_default(), &new, spec.show_changes) {
+        ret.changes.insert("diff".into(), d.into());
+    }
+    backup_before_write(call, spec, real);
+    if let Err(e) = copy_into(&new, real) {
+        return Err(Box::new(commit_failed(ret, &e, name)));
+    }
+    Ok(ret)
+}
+
+/// Writes `text` over `real` when it differs (an unreadable file is a warning, not a
+/// change); `Err` is the answer to give at once.
+fn update_from_contents(
+    call: &StateCall,
+    mut ret: Ret,
+    name: &str,
+    real: &Path,
+    text: &str,
+    spec: &FileSpec,
+) -> Result<Ret, Box<Ret>> {
+    let old = match std::fs::read(real) {
+        Ok(old) => Some(old),
+        Err(e) => {
+            let msg = format!(
+                "Failed to detect changes to file: Failed to read {}: {}",
+                real.display(),
+                super::strerror(&e)
+            );
+            ret.extra
+                .insert("warnings".into(), Value::Array(vec![msg.into()]));
+            None
         }
     };
-    if !source.is_empty() {
-        let new = match fetch(call, m).await {
-            Ok(d) => d,
-            Err(_) => return error(ret, format!("Source file '{source}' not found")),
-        };
-        if m.verify
-            && let Some(sum) = &m.sum
-        {
-            let dl = hash_bytes(&new, &sum.hash_type).unwrap_or_default();
-            if dl != sum.hsum {
-                ret.result = Some(false);
-                ret.comment = format!(
-                    "Specified {} checksum for {name} ({}) does not match actual checksum \
-                     ({dl})",
-                    sum.hash_type, sum.hsum
-                );
-                return ret;
-            }
-        }
-        ret.changes.insert("diff".into(), "New file".into());
-        ret = match make_parents(ret) {
-            Ok(r) => r,
-            Err(r) => return *r,
-        };
-        if let Err(e) = copy_into(&new, path) {
-            return error(
-                ret,
-                format!("Failed to commit change: {}", os_error(&e, &name)),
-            );
-        }
-    } else {
-        ret = match make_parents(ret) {
-            Ok(r) => r,
-            Err(r) => return *r,
-        };
-        let create_mode = if spec.mode.is_some() {
-            0o600
-        } else {
-            0o666 & !umask()
-        };
-        let created = {
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(create_mode)
-                .open(path)
-        };
-        match (created, contents) {
-            (Ok(_), None) => {
-                ret.changes
-                    .insert("new".into(), format!("file {name} created").into());
-                ret.comment = "Empty file".into();
-            }
-            (Ok(_), Some(_)) => {
-                ret.changes.insert("diff".into(), "New file".into());
-            }
-            (Err(_), None) => return error(ret, format!("Empty file {name} not created")),
-            (Err(_), Some(_)) => return error(ret, format!("File {name} not created")),
-        }
-        if let Some(text) = contents
-            && let Err(e) = copy_into(text.as_bytes(), path)
-        {
-            return error(
-                ret,
-                format!("Failed to commit change: {}", os_error(&e, &name)),
-            );
-        }
+    let d = old.map_or_else(String::new, |old| {
+        get_diff(&old, text.as_bytes(), spec.show_changes)
+    });
+    if d.is_empty() {
+        return Ok(ret);
     }
+    ret.changes.insert("diff".into(), d.into());
+    backup_before_write(call, spec, real);
+    if let Err(e) = copy_into(text.as_bytes(), real) {
+        return Err(Box::new(commit_failed(ret, &e, name)));
+    }
+    Ok(ret)
+}
+
+/// Makes the missing parent of `name` when `makedirs` allows it.
+fn make_parents(ret: Ret, name: &str, spec: &FileSpec) -> Result<Ret, Box<Ret>> {
+    let contain_dir = dirname(name);
+    if Path::new(&contain_dir).is_dir() {
+        return Ok(ret);
+    }
+    if !spec.makedirs {
+        let mut ret = ret;
+        ret.changes.remove("diff");
+        return Err(Box::new(error(ret, "Parent directory not present")));
+    }
+    let dir_mode = parent_dir_mode(spec.dir_mode.as_deref(), spec.mode.as_deref());
+    match makedirs(
+        name,
+        spec.user.as_ref(),
+        spec.group.as_ref(),
+        dir_mode.as_deref(),
+    ) {
+        Ok(()) => Ok(ret),
+        Err(e) => Err(Box::new(error(ret, os_error(&e, &contain_dir)))),
+    }
+}
+
+/// A file that does not exist yet: from its source, or created (empty or with `contents`),
+/// then owner and mode.
+async fn create_new(
+    call: &StateCall,
+    ret: Ret,
+    path: &Path,
+    source: &str,
+    m: &mut Managed,
+    contents: Option<&str>,
+    spec: &FileSpec,
+) -> Ret {
+    let name = path.to_string_lossy().into_owned();
+    let written = if source.is_empty() {
+        create_from_contents(ret, &name, path, contents, spec)
+    } else {
+        create_from_source(call, ret, &name, path, source, m, spec).await
+    };
+    let mut ret = match written {
+        Ok(ret) => ret,
+        Err(answer) => return *answer,
+    };
     let mode = spec
         .mode
         .clone()
@@ -1177,13 +1304,76 @@ pub(super) async fn manage_file(
         false,
         false,
     );
-    if ret.comment.is_empty() {
-        ret.comment = format!("File {name} updated");
-    }
-    if ret.changes.is_empty() && ret.result == Some(true) {
-        ret.comment = format!("File {name} is in the correct state");
-    }
+    closing_comment(&name, false, &mut ret);
     ret
+}
+
+/// A new file from its source's data, verified against `source_hash` when asked.
+async fn create_from_source(
+    call: &StateCall,
+    mut ret: Ret,
+    name: &str,
+    path: &Path,
+    source: &str,
+    m: &mut Managed,
+    spec: &FileSpec,
+) -> Result<Ret, Box<Ret>> {
+    let Ok(new) = fetch(call, m).await else {
+        return Err(Box::new(error(
+            ret,
+            format!("Source file '{source}' not found"),
+        )));
+    };
+    if m.verify
+        && let Some(sum) = &m.sum
+    {
+        let dl = hash_bytes(&new, &sum.hash_type).unwrap_or_default();
+        if dl != sum.hsum {
+            let msg = checksum_mismatch(sum, &dl, source, name, false);
+            return Err(Box::new(error(ret, msg)));
+        }
+    }
+    ret.changes.insert("diff".into(), "New file".into());
+    let ret = make_parents(ret, name, spec)?;
+    if let Err(e) = copy_into(&new, path) {
+        return Err(Box::new(commit_failed(ret, &e, name)));
+    }
+    Ok(ret)
+}
+
+/// A new file without a source: created with a private mode when one is to be set, then
+/// filled with `contents` if any.
+fn create_from_contents(
+    ret: Ret,
+    name: &str,
+    path: &Path,
+    contents: Option<&str>,
+    spec: &FileSpec,
+) -> Result<Ret, Box<Ret>> {
+    let mut ret = make_parents(ret, name, spec)?;
+    let create_mode = if spec.mode.is_some() {
+        0o600
+    } else {
+        0o666 & !umask()
+    };
+    let created = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(create_mode)
+            .open(path)
+    };
+    if let Err(msg) = created_outcome(name, created.is_ok(), contents.is_some(), &mut ret) {
+        return Err(Box::new(error(ret, msg)));
+    }
+    if let Some(text) = contents
+        && let Err(e) = copy_into(text.as_bytes(), path)
+    {
+        return Err(Box::new(commit_failed(ret, &e, name)));
+    }
+    Ok(ret)
 }
 
 #[cfg(test)]
@@ -1205,6 +1395,203 @@ mod tests {
             ("a/b.txt".into(), Some("dev".into()))
         );
         assert_eq!(parse_salt_url("salt://a"), ("a".into(), None));
+    }
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn managed_args_checks() {
+        let err = |v: Value| managed_args("/f", &args(v)).err().unwrap_or_default();
+        assert_eq!(
+            managed_args("", &Map::new()).err().as_deref(),
+            Some("Destination file name is required")
+        );
+        assert!(
+            err(serde_json::json!({"source": "salt://a", "contents": "x"}))
+                .starts_with("'source' cannot be used")
+        );
+        assert!(
+            err(serde_json::json!({"mode": "keep", "contents_pillar": "k"}))
+                .starts_with("Mode preservation cannot be used")
+        );
+        assert!(
+            err(serde_json::json!({"contents": "x", "contents_grains": "k"}))
+                .starts_with("Only one of")
+        );
+        // An empty source counts as none; nothing to write means nothing to replace.
+        let a = managed_args("/f", &args(serde_json::json!({"source": "", "mode": 600}))).unwrap();
+        assert!(!a.source_given && !a.replace && !a.keep_mode);
+        assert_eq!(a.mode.as_deref(), Some("0600"));
+        let a = managed_args(
+            "/f",
+            &args(serde_json::json!({"source": "salt://a", "mode": "Keep", "file_mode": 1})),
+        )
+        .unwrap();
+        assert!(a.source_given && a.replace && a.keep_mode && a.warn_file_mode);
+        assert_eq!(a.mode, None);
+        let a = managed_args(
+            "/f",
+            &args(serde_json::json!({"contents": "", "replace": false})),
+        )
+        .unwrap();
+        assert!(!a.replace);
+    }
+
+    #[test]
+    fn contents_from_pillar_keys() {
+        let root = serde_json::json!({"a": {"b": "x", "n": 3}, "l": ["p", "q"]});
+        assert_eq!(
+            lookup_contents(&"a:b".into(), &root, ":", "Pillar"),
+            Ok("x".into())
+        );
+        assert_eq!(
+            lookup_contents(&"l.1".into(), &root, ".", "Grain"),
+            Ok("q".into())
+        );
+        assert_eq!(
+            lookup_contents(&serde_json::json!(["a:b", "a:n"]), &root, ":", "Pillar"),
+            Ok("x\n3".into())
+        );
+        assert_eq!(
+            lookup_contents(&"a:zz".into(), &root, ":", "Grain"),
+            Err("Grain a:zz does not exist".into())
+        );
+    }
+
+    #[test]
+    fn empty_contents_named_by_origin() {
+        let none = |v: Value, c: Value| empty_contents_error(&args(v), &c);
+        assert_eq!(none(serde_json::json!({}), "".into()), None);
+        assert_eq!(
+            none(serde_json::json!({"allow_empty": false}), "x".into()),
+            None
+        );
+        assert!(
+            none(
+                serde_json::json!({"allow_empty": false, "contents_pillar": "k:v"}),
+                "".into()
+            )
+            .unwrap()
+            .starts_with("contents_pillar k:v value would result in empty contents")
+        );
+        assert!(
+            none(serde_json::json!({"allow_empty": false}), "".into())
+                .unwrap()
+                .starts_with("'contents' value would")
+        );
+    }
+
+    #[test]
+    fn target_checks() {
+        let none = Map::new();
+        assert_eq!(
+            check_managed_target("rel", false, &none).unwrap_err(),
+            "Specified file rel is not an absolute path"
+        );
+        assert_eq!(
+            check_managed_target("/d", true, &none).unwrap_err(),
+            "Specified target /d is a directory"
+        );
+        assert_eq!(
+            check_managed_target("/f", false, &args(serde_json::json!({"context": [1]})))
+                .unwrap_err(),
+            "Context must be formed as a dict"
+        );
+        assert_eq!(
+            check_managed_target("/f", false, &args(serde_json::json!({"defaults": "x"})))
+                .unwrap_err(),
+            "Defaults must be formed as a dict"
+        );
+        assert!(
+            check_managed_target("/f", false, &args(serde_json::json!({"defaults": ""}))).is_ok()
+        );
+    }
+
+    #[test]
+    fn kept_and_test_mode_comments() {
+        let ret = Ret::new("/f");
+        assert_eq!(
+            kept_file_comment("/f", true, Some("0600"), "0644", &ret).as_deref(),
+            Some("File /f will be updated with permissions 0600 from its current state of 0644")
+        );
+        assert_eq!(
+            kept_file_comment("/f", true, Some("0644"), "0644", &ret).as_deref(),
+            Some("File /f not updated")
+        );
+        assert_eq!(
+            kept_file_comment("/f", false, None, "0644", &ret).as_deref(),
+            Some("File /f exists with proper permissions. No changes made.")
+        );
+        let mut changed = Ret::new("/f");
+        changed.changes.insert("mode".into(), "0600".into());
+        assert_eq!(kept_file_comment("/f", false, None, "0644", &changed), None);
+
+        let mut ret = Ret::new("/f");
+        test_mode_answer("/f", Map::new(), true, &mut ret);
+        assert_eq!(
+            (ret.result, ret.comment.as_str()),
+            (Some(true), "The file /f is in the correct state")
+        );
+        let mut ret = Ret::new("/f");
+        let changes = args(serde_json::json!({"diff": "--- x", "mode": "0600"}));
+        test_mode_answer("/f", changes, false, &mut ret);
+        assert_eq!(ret.result, None);
+        assert!(
+            ret.comment
+                .starts_with("The file /f is set to be changed\n")
+        );
+        assert_eq!(ret.changes["diff"], "<show_changes=False>");
+    }
+
+    #[test]
+    fn apply_side_decisions() {
+        assert_eq!(
+            parent_dir_mode(Some("0700"), Some("0644")).as_deref(),
+            Some("0700")
+        );
+        assert_eq!(parent_dir_mode(None, Some("0644")).as_deref(), Some("755"));
+        assert_eq!(parent_dir_mode(None, Some("0600")).as_deref(), Some("700"));
+        assert_eq!(parent_dir_mode(None, None), None);
+        assert_eq!(
+            diff_change(b"a", b"b", false).as_deref(),
+            Some("<show_changes=False>")
+        );
+        assert_eq!(diff_change(b"a\n", b"a\n", true), None);
+        assert!(diff_change(b"a\n", b"b\n", true).is_some_and(|d| d.contains("+b")));
+        let sum = Sum {
+            hash_type: "md5".into(),
+            hsum: "abc".into(),
+        };
+        assert!(
+            checksum_mismatch(&sum, "def", "salt://s", "/f", true).starts_with(
+                "Specified md5 checksum for salt://s (abc) does not match actual checksum (def). If"
+            )
+        );
+        assert_eq!(
+            checksum_mismatch(&sum, "def", "salt://s", "/f", false),
+            "Specified md5 checksum for /f (abc) does not match actual checksum (def)"
+        );
+        let mut ret = Ret::new("/f");
+        assert!(created_outcome("/f", true, false, &mut ret).is_ok());
+        assert_eq!(ret.comment, "Empty file");
+        assert_eq!(ret.changes["new"], "file /f created");
+        let mut ret = Ret::new("/f");
+        assert_eq!(
+            created_outcome("/f", false, true, &mut ret),
+            Err("File /f not created".into())
+        );
+        let mut ret = Ret::new("/f");
+        closing_comment("/f", false, &mut ret);
+        assert_eq!(ret.comment, "File /f is in the correct state");
+        let mut ret = Ret::new("/f");
+        ret.comment = "Empty file".into();
+        ret.changes.insert("new".into(), "x".into());
+        closing_comment("/f", false, &mut ret);
+        assert_eq!(ret.comment, "Empty file");
+        closing_comment("/f", true, &mut ret);
+        assert_eq!(ret.comment, "File /f updated");
     }
 
     #[test]

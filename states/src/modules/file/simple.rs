@@ -247,6 +247,150 @@ fn link_owner(p: &Path) -> (String, String) {
     )
 }
 
+/// Salt's refusal of a `file.symlink` whose owner is unknown or whose name is relative: the
+/// errors joined (with a closing `.` when there are several).
+fn symlink_errors(
+    name: &str,
+    user: &str,
+    group: &str,
+    user_known: bool,
+    group_known: bool,
+) -> Option<String> {
+    let mut errors = Vec::new();
+    if !user_known {
+        errors.push(format!("User {user} does not exist"));
+    }
+    if !group_known {
+        errors.push(format!("Group {group} does not exist"));
+    }
+    if !name.starts_with('/') {
+        errors.push(format!("Specified file {name} is not an absolute path"));
+    }
+    if errors.is_empty() {
+        return None;
+    }
+    let mut msg = errors.join(". ");
+    if errors.len() > 1 {
+        msg.push('.');
+    }
+    Some(msg)
+}
+
+/// What is at a symlink's name, as read from the system.
+#[derive(Debug, Clone, Default)]
+struct LinkFacts {
+    /// Something is there (following symlinks with `follow_symlinks`).
+    exists: bool,
+    /// The current link's target, when a symlink is there.
+    link_target: Option<String>,
+    /// The link's owner and group names.
+    owner: (String, String),
+}
+
+/// The test-mode answer for a symlink: result, comment and changes.
+type LinkCheck = (Option<bool>, String, Vec<(&'static str, String)>);
+
+/// Salt's `_symlink_check`: what test mode reports for a symlink `name` to `target` owned by
+/// `user:group`.
+fn symlink_check(
+    name: &str,
+    target: &str,
+    owner: (&str, &str),
+    force: bool,
+    f: &LinkFacts,
+) -> LinkCheck {
+    let (user, group) = owner;
+    let Some(cur) = &f.link_target else {
+        if !f.exists {
+            return (
+                None,
+                format!("Symlink {name} to {target} is set for creation"),
+                vec![("new", name.to_owned())],
+            );
+        }
+        if force {
+            return (
+                None,
+                format!(
+                    "The file or directory {name} is set for removal to make way for a new \
+                     symlink targeting {target}"
+                ),
+                vec![],
+            );
+        }
+        return (
+            Some(false),
+            format!(
+                "File or directory exists where the symlink {name} should be. Did you mean to \
+                 use force?"
+            ),
+            vec![],
+        );
+    };
+    if cur != target {
+        return (
+            None,
+            format!("Link {name} target is set to be changed to {target}"),
+            vec![("change", name.to_owned())],
+        );
+    }
+    let (cu, cg) = &f.owner;
+    if (cu.as_str(), cg.as_str()) != (user, group) {
+        return (
+            None,
+            format!(
+                "The symlink {name} is present, but the ownership of the symlink would be \
+                 changed from {cu}:{cg} to {user}:{group}"
+            ),
+            vec![("ownership", format!("{cu}:{cg}"))],
+        );
+    }
+    (Some(true), format!("The symlink {name} is present"), vec![])
+}
+
+/// Where `backupname` puts what stands at `name`: an absolute path as given, a bare file
+/// name beside `name`, anything else refused.
+fn symlink_backup_path(name: &str, backup: &str) -> Result<String, String> {
+    if backup.starts_with('/') {
+        Ok(backup.to_owned())
+    } else if !backup.contains('/') {
+        Ok(format!("{}/{backup}", dirname(&normpath(name))))
+    } else {
+        Err(format!(
+            "Backupname must be an absolute path or a file name: {backup}"
+        ))
+    }
+}
+
+/// The user and group a symlink should have, from the arguments, the link itself
+/// (`inherit_user_and_group`) and the defaults.
+fn symlink_owner(call: &StateCall, p: &Path) -> (String, String) {
+    let mut user = str_arg(call, "user");
+    let mut group = str_arg(call, "group");
+    if bool_arg(call, "inherit_user_and_group", false)
+        && (user.is_none() || group.is_none())
+        && is_link(p)
+    {
+        let (u, g) = link_owner(p);
+        user.get_or_insert(u);
+        group.get_or_insert(g);
+    }
+    default_owner(call, user, group)
+}
+
+/// Reads what is at the symlink's name for `symlink_check`.
+fn look_at_link(p: &Path, follow: bool) -> LinkFacts {
+    LinkFacts {
+        exists: if follow { p.exists() } else { lexists(p) },
+        link_target: is_link(p).then(|| {
+            std::fs::read_link(p)
+                .map(|t| t.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        }),
+        owner: link_owner(p),
+    }
+}
+
 /// `file.symlink`.
 pub(super) async fn symlink(call: StateCall) -> Result<Ret, StateError> {
     let name = name_of(&call);
@@ -258,104 +402,21 @@ pub(super) async fn symlink(call: StateCall) -> Result<Ret, StateError> {
     let force = bool_arg(&call, "force", false);
     let follow = bool_arg(&call, "follow_symlinks", true);
     let p = Path::new(&name);
-    let mut user = str_arg(&call, "user");
-    let mut group = str_arg(&call, "group");
-    if bool_arg(&call, "inherit_user_and_group", false)
-        && (user.is_none() || group.is_none())
-        && is_link(p)
-    {
-        let (u, g) = link_owner(p);
-        user.get_or_insert(u);
-        group.get_or_insert(g);
-    }
-    let (user, group) = default_owner(&call, user, group);
-    let mut errors = Vec::new();
-    if super::user_to_uid(&Value::from(user.clone())).is_none() {
-        errors.push(format!("User {user} does not exist"));
-    }
-    if super::group_to_gid(&Value::from(group.clone())).is_none() {
-        errors.push(format!("Group {group} does not exist"));
-    }
-    if !name.starts_with('/') {
-        errors.push(format!("Specified file {name} is not an absolute path"));
-    }
-    if !errors.is_empty() {
-        let mut msg = errors.join(". ");
-        if errors.len() > 1 {
-            msg.push('.');
-        }
+    let (user, group) = symlink_owner(&call, p);
+    if let Some(msg) = symlink_errors(
+        &name,
+        &user,
+        &group,
+        super::user_to_uid(&Value::from(user.clone())).is_some(),
+        super::group_to_gid(&Value::from(group.clone())).is_some(),
+    ) {
         return Ok(error(ret, msg));
     }
-    let exists = if follow { p.exists() } else { lexists(p) };
-    let owned = |p: &Path| link_owner(p) == (user.clone(), group.clone());
-    // Salt's `_symlink_check`: what test mode reports.
-    let (tresult, mut tcomment, tchanges) = if !exists && !is_link(p) {
-        (
-            None,
-            format!("Symlink {name} to {target} is set for creation"),
-            vec![("new", name.clone())],
-        )
-    } else if is_link(p) {
-        let cur = std::fs::read_link(p)
-            .map(|t| t.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if cur != target {
-            (
-                None,
-                format!("Link {name} target is set to be changed to {target}"),
-                vec![("change", name.clone())],
-            )
-        } else if !owned(p) {
-            let (cu, cg) = link_owner(p);
-            (
-                None,
-                format!(
-                    "The symlink {name} is present, but the ownership of the symlink would be \
-                     changed from {cu}:{cg} to {user}:{group}"
-                ),
-                vec![("ownership", format!("{cu}:{cg}"))],
-            )
-        } else {
-            (Some(true), format!("The symlink {name} is present"), vec![])
-        }
-    } else if force {
-        (
-            None,
-            format!(
-                "The file or directory {name} is set for removal to make way for a new symlink \
-                 targeting {target}"
-            ),
-            vec![],
-        )
-    } else {
-        (
-            Some(false),
-            format!(
-                "File or directory exists where the symlink {name} should be. Did you mean to use force?"
-            ),
-            vec![],
-        )
-    };
-    let parent = dirname(&name);
-    if !Path::new(&parent).is_dir() {
-        if bool_arg(&call, "makedirs", false) {
-            if call.test {
-                tcomment.push_str(&format!("\n{parent} will be created"));
-            } else {
-                let mode = call.arg("mode").and_then(normalize_mode);
-                let (u, g) = (Value::from(user.clone()), Value::from(group.clone()));
-                if let Err(e) = makedirs(&name, Some(&u), Some(&g), mode.as_deref()) {
-                    return Ok(error(ret, os_error(&e, &parent)));
-                }
-            }
-        } else if call.test {
-            tcomment.push_str(&format!("\nDirectory {parent} for symlink is not present"));
-        } else {
-            return Ok(error(
-                ret,
-                format!("Directory {parent} for symlink is not present"),
-            ));
-        }
+    let facts = look_at_link(p, follow);
+    let (tresult, mut tcomment, tchanges) =
+        symlink_check(&name, &target, (&user, &group), force, &facts);
+    if let Err(e) = symlink_parent(&call, &name, (&user, &group), &mut tcomment) {
+        return Ok(error(ret, e));
     }
     if call.test {
         ret.result = tresult;
@@ -365,96 +426,172 @@ pub(super) async fn symlink(call: StateCall) -> Result<Ret, StateError> {
         }
         return Ok(ret);
     }
+    let owner = (user.as_str(), group.as_str());
+    let ret = match make_way_for_link(&call, ret, p, &target, owner, facts.exists) {
+        Ok(ret) => ret,
+        Err(answer) => return Ok(*answer),
+    };
+    Ok(create_link(ret, p, &target, owner))
+}
+
+/// The symlink's missing parent directory: made with `makedirs` (or said to be, in test
+/// mode), else noted in test mode or refused.
+fn symlink_parent(
+    call: &StateCall,
+    name: &str,
+    (user, group): (&str, &str),
+    tcomment: &mut String,
+) -> Result<(), String> {
+    let parent = dirname(name);
+    if Path::new(&parent).is_dir() {
+        return Ok(());
+    }
+    if bool_arg(call, "makedirs", false) {
+        if call.test {
+            tcomment.push_str(&format!("\n{parent} will be created"));
+            return Ok(());
+        }
+        let mode = call.arg("mode").and_then(normalize_mode);
+        let (u, g) = (Value::from(user), Value::from(group));
+        return makedirs(name, Some(&u), Some(&g), mode.as_deref())
+            .map_err(|e| os_error(&e, &parent));
+    }
+    if call.test {
+        tcomment.push_str(&format!("\nDirectory {parent} for symlink is not present"));
+        return Ok(());
+    }
+    Err(format!("Directory {parent} for symlink is not present"))
+}
+
+/// Whether the link at `p` is owned by `user:group`.
+fn owned_by(p: &Path, (user, group): (&str, &str)) -> bool {
+    link_owner(p) == (user.to_owned(), group.to_owned())
+}
+
+/// Clears the way for the new link: a link to elsewhere is removed, a right one only gets
+/// its owner fixed (the answer, as `Err`); anything else is backed up, removed when forced
+/// or atomic, or refused.
+fn make_way_for_link(
+    call: &StateCall,
+    mut ret: Ret,
+    p: &Path,
+    target: &str,
+    owner: (&str, &str),
+    exists: bool,
+) -> Result<Ret, Box<Ret>> {
+    let name = p.to_string_lossy().into_owned();
+    let (user, group) = owner;
     if is_link(p) {
         let cur = std::fs::read_link(p)
             .map(|t| t.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if normpath(&cur) != normpath(&target) {
+        if normpath(&cur) != normpath(target) {
             let _ = std::fs::remove_file(p);
+            return Ok(ret);
+        }
+        if owned_by(p, owner) {
+            ret.comment = format!("Symlink {name} is present and owned by {user}:{group}");
+        } else if set_link_owner(p, user, group) && owned_by(p, owner) {
+            ret.comment = format!("Set ownership of symlink {name} to {user}:{group}");
+            ret.changes
+                .insert("ownership".into(), format!("{user}:{group}").into());
         } else {
-            if owned(p) {
-                ret.comment = format!("Symlink {name} is present and owned by {user}:{group}");
-            } else if set_link_owner(p, &user, &group) && owned(p) {
-                ret.comment = format!("Set ownership of symlink {name} to {user}:{group}");
-                ret.changes
-                    .insert("ownership".into(), format!("{user}:{group}").into());
-            } else {
-                ret.result = Some(false);
-                ret.comment =
-                    format!("Failed to set ownership of symlink {name} to {user}:{group}");
-            }
-            return Ok(ret);
-        }
-    } else if exists {
-        if let Some(backup) = str_arg(&call, "backupname") {
-            let backup = if backup.starts_with('/') {
-                backup
-            } else if !backup.contains('/') {
-                format!("{}/{backup}", dirname(&normpath(&name)))
-            } else {
-                return Ok(error(
-                    ret,
-                    format!("Backupname must be an absolute path or a file name: {backup}"),
-                ));
-            };
-            if lexists(Path::new(&backup)) {
-                if !force {
-                    return Ok(error(
-                        ret,
-                        format!(
-                            "Symlink & backup dest exists and Force not set. {name} -> {target} - backup: {backup}"
-                        ),
-                    ));
-                }
-                let _ = remove(Path::new(&backup));
-            }
-            if let Err(e) = std::fs::rename(p, &backup) {
-                return Ok(error(
-                    ret,
-                    format!(
-                        "Unable to rename {name} to backup {backup} -> : {}",
-                        os_error(&e, &name)
-                    ),
-                ));
-            }
-        } else if !force && !bool_arg(&call, "atomic", false) {
-            let kind = if p.is_file() {
-                "File"
-            } else if p.is_dir() {
-                "Directory"
-            } else {
-                "File system entry"
-            };
-            return Ok(error(
-                ret,
-                format!("{kind} exists where the symlink {name} should be"),
-            ));
-        } else if let Err(e) = remove(p) {
             ret.result = Some(false);
-            ret.comment = format!(
-                "Unable to create new symlink {name} -> {target}: {}",
-                os_error(&e, &name)
-            );
-            return Ok(ret);
+            ret.comment = format!("Failed to set ownership of symlink {name} to {user}:{group}");
         }
+        return Err(Box::new(ret));
     }
-    if let Err(e) = std::os::unix::fs::symlink(&target, p) {
-        ret.result = Some(false);
-        ret.comment = format!(
-            "Unable to create new symlink {name} -> {target}: {}",
-            os_error(&e, &name)
-        );
+    if !exists {
         return Ok(ret);
     }
+    if let Some(backup) = str_arg(call, "backupname") {
+        return backup_for_link(call, ret, p, target, &backup);
+    }
+    if !bool_arg(call, "force", false) && !bool_arg(call, "atomic", false) {
+        let kind = if p.is_file() {
+            "File"
+        } else if p.is_dir() {
+            "Directory"
+        } else {
+            "File system entry"
+        };
+        return Err(Box::new(error(
+            ret,
+            format!("{kind} exists where the symlink {name} should be"),
+        )));
+    }
+    if let Err(e) = remove(p) {
+        return Err(Box::new(error(
+            ret,
+            format!(
+                "Unable to create new symlink {name} -> {target}: {}",
+                os_error(&e, &name)
+            ),
+        )));
+    }
+    Ok(ret)
+}
+
+/// Moves what stands at the link's name to `backupname` (replacing an old backup only when
+/// forced).
+fn backup_for_link(
+    call: &StateCall,
+    ret: Ret,
+    p: &Path,
+    target: &str,
+    backup: &str,
+) -> Result<Ret, Box<Ret>> {
+    let name = p.to_string_lossy().into_owned();
+    let backup = match symlink_backup_path(&name, backup) {
+        Ok(b) => b,
+        Err(e) => return Err(Box::new(error(ret, e))),
+    };
+    if lexists(Path::new(&backup)) {
+        if !bool_arg(call, "force", false) {
+            return Err(Box::new(error(
+                ret,
+                format!(
+                    "Symlink & backup dest exists and Force not set. {name} -> {target} - backup: \
+                     {backup}"
+                ),
+            )));
+        }
+        let _ = remove(Path::new(&backup));
+    }
+    if let Err(e) = std::fs::rename(p, &backup) {
+        return Err(Box::new(error(
+            ret,
+            format!(
+                "Unable to rename {name} to backup {backup} -> : {}",
+                os_error(&e, &name)
+            ),
+        )));
+    }
+    Ok(ret)
+}
+
+/// Creates the link and sets its owner.
+fn create_link(mut ret: Ret, p: &Path, target: &str, owner: (&str, &str)) -> Ret {
+    let name = p.to_string_lossy().into_owned();
+    if let Err(e) = std::os::unix::fs::symlink(target, p) {
+        return error(
+            ret,
+            format!(
+                "Unable to create new symlink {name} -> {target}: {}",
+                os_error(&e, &name)
+            ),
+        );
+    }
+    let (user, group) = owner;
     ret.comment = format!("Created new symlink {name} -> {target}");
     ret.changes.insert("new".into(), name.clone().into());
-    if !(owned(p) || set_link_owner(p, &user, &group) && owned(p)) {
+    if !(owned_by(p, owner) || set_link_owner(p, user, group) && owned_by(p, owner)) {
         ret.result = Some(false);
         ret.comment.push_str(&format!(
             ", but was unable to set ownership to {user}:{group}"
         ));
     }
-    Ok(ret)
+    ret
 }
 
 fn set_link_owner(p: &Path, user: &str, group: &str) -> bool {
@@ -989,4 +1126,94 @@ pub(super) async fn decode(call: StateCall) -> Result<Ret, StateError> {
         ret.changes.insert("new".into(), insum.into());
     }
     Ok(ret)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(target: &str, owner: (&str, &str)) -> LinkFacts {
+        LinkFacts {
+            exists: true,
+            link_target: Some(target.into()),
+            owner: (owner.0.into(), owner.1.into()),
+        }
+    }
+
+    #[test]
+    fn symlink_errors_are_joined() {
+        assert_eq!(symlink_errors("/l", "u", "g", true, true), None);
+        assert_eq!(
+            symlink_errors("/l", "u", "g", false, true).as_deref(),
+            Some("User u does not exist")
+        );
+        assert_eq!(
+            symlink_errors("l", "u", "g", true, false).as_deref(),
+            Some("Group g does not exist. Specified file l is not an absolute path.")
+        );
+    }
+
+    #[test]
+    fn check_new_and_blocked() {
+        let nothing = LinkFacts::default();
+        assert_eq!(
+            symlink_check("/l", "/t", ("u", "g"), false, &nothing),
+            (
+                None,
+                "Symlink /l to /t is set for creation".into(),
+                vec![("new", "/l".into())]
+            )
+        );
+        let file = LinkFacts {
+            exists: true,
+            ..LinkFacts::default()
+        };
+        assert_eq!(
+            symlink_check("/l", "/t", ("u", "g"), false, &file).0,
+            Some(false)
+        );
+        let forced = symlink_check("/l", "/t", ("u", "g"), true, &file);
+        assert_eq!(forced.0, None);
+        assert!(
+            forced
+                .1
+                .starts_with("The file or directory /l is set for removal")
+        );
+        // A dangling link is still a link.
+        let dangling = LinkFacts {
+            exists: false,
+            ..link("/gone", ("u", "g"))
+        };
+        assert_eq!(
+            symlink_check("/l", "/t", ("u", "g"), false, &dangling).2,
+            vec![("change", "/l".to_string())]
+        );
+    }
+
+    #[test]
+    fn check_existing_link() {
+        assert_eq!(
+            symlink_check("/l", "/t", ("u", "g"), false, &link("/t", ("u", "g"))),
+            (Some(true), "The symlink /l is present".into(), vec![])
+        );
+        let (result, comment, changes) =
+            symlink_check("/l", "/t", ("u", "g"), false, &link("/t", ("root", "root")));
+        assert_eq!(result, None);
+        assert_eq!(
+            comment,
+            "The symlink /l is present, but the ownership of the symlink would be changed \
+             from root:root to u:g"
+        );
+        assert_eq!(changes, vec![("ownership", "root:root".to_string())]);
+    }
+
+    #[test]
+    fn backup_paths() {
+        assert_eq!(symlink_backup_path("/a/l", "/b/x").unwrap(), "/b/x");
+        assert_eq!(symlink_backup_path("/a/./l", "x.bak").unwrap(), "/a/x.bak");
+        assert_eq!(
+            symlink_backup_path("/a/l", "d/x").unwrap_err(),
+            "Backupname must be an absolute path or a file name: d/x"
+        );
+    }
 }
