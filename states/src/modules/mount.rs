@@ -18,6 +18,8 @@ use saltq_semantics::python::{self, truthy};
 
 use super::{Ret, StateCall, StateError, StateFunction, exec, state_handler};
 
+mod plan;
+
 const MOUNTED_PARAMS: &[Param] = &[
     Param::req("name"),
     Param::req("device"),
@@ -379,405 +381,414 @@ fn outcome(v: &Value) -> Result<bool, String> {
     }
 }
 
+/// `mount.mounted`'s arguments as the apply steps use them.
+struct Mounted<'a> {
+    call: &'a StateCall,
+    /// The mount point, trailing slashes gone.
+    name: String,
+    device: String,
+    fstype: String,
+    mkmnt: Value,
+    mount: bool,
+    user: Value,
+    /// The options, with an active bind mount's merged in.
+    opts: Vec<String>,
+    /// The mount point with symlinks resolved.
+    real_name: String,
+    /// `real_name` as `mount.active` spells it (spaces as `\040`).
+    comp: String,
+}
+
 async fn mounted(call: StateCall) -> Result<Ret, StateError> {
     let p = |k: &str| call.param(MOUNTED_PARAMS, k);
-    let name_arg = call.name.clone();
-    let mut ret = Ret::new(&name_arg);
-    let device_v = p("device");
-    let fstype = python::str(&p("fstype"));
-    if name_arg.is_empty() {
+    let mut ret = Ret::new(&call.name);
+    if let Some(comment) = plan::missing_arg(&call.name, &p("device"), &p("fstype")) {
         ret.result = Some(false);
-        ret.comment = "Must provide name to mount.mounted".into();
+        ret.comment = comment.into();
         return Ok(ret);
     }
-    if !truthy(&device_v) {
-        ret.result = Some(false);
-        ret.comment = "Must provide device to mount.mounted".into();
-        return Ok(ret);
-    }
-    if !truthy(&p("fstype")) {
-        ret.result = Some(false);
-        ret.comment = "Must provide fstype to mount.mounted".into();
-        return Ok(ret);
-    }
-    let device = python::str(&device_v);
-    let mkmnt = p("mkmnt");
-    let mount = truthy(&p("mount"));
-    let user = p("user");
-    let mut opts = str_list(Some(&p("opts")));
-    let name = if name_arg == "/" {
-        name_arg.clone()
-    } else {
-        name_arg.trim_end_matches('/').to_owned()
-    };
-    let mut device_list: Vec<String> = Vec::new();
-    let mut update_mount_cache = false;
-    let mut active = active(&call).await?;
+    let name = plan::mount_point(&call.name);
     let real_name = realpath(&name);
-    let comp = real_name.replace(' ', "\\040");
-    let copy_opts = truthy(&p("bind_mount_copy_active_opts"));
-    let merge = |opts: &[String], active: &Map<String, Value>, dev: &str| {
-        let mut all: Vec<String> = opts.to_vec();
-        all.extend(strings(field(active, dev, "opts")));
-        all.extend(strings(field(active, dev, "superopts")));
-        all.sort();
-        all.dedup();
-        all
+    let mut m = Mounted {
+        call: &call,
+        device: python::str(&p("device")),
+        fstype: python::str(&p("fstype")),
+        mkmnt: p("mkmnt"),
+        mount: truthy(&p("mount")),
+        user: p("user"),
+        opts: str_list(Some(&p("opts"))),
+        comp: real_name.replace(' ', "\\040"),
+        real_name,
+        name,
     };
-    let push_bind = |active: &mut Map<String, Value>, comp: &str| {
-        if let Some(Value::Array(o)) = active.get_mut(comp).and_then(|m| m.get_mut("opts")) {
-            o.push(json!("bind"));
-        }
-    };
-    let mut real_device = if device.starts_with('/') {
-        if opts.iter().any(|o| o == "bind") && active.contains_key(&comp) {
-            let mut dev = device.replace(' ', "\\040");
-            if python::str(field(&active, &comp, "device")).starts_with('/') {
-                loop {
-                    if active.contains_key(&dev) {
-                        let found = python::str(field(&active, &dev, "device"));
-                        if copy_opts {
-                            opts = merge(&opts, &active, &dev);
-                        }
-                        push_bind(&mut active, &comp);
-                        break found;
-                    }
-                    if dev == "/" || dev.is_empty() {
-                        // Salt loops forever here; nothing above is mounted.
-                        break device.clone();
-                    }
-                    let plain = dev.replace("\\040", " ");
-                    dev = Path::new(&plain)
-                        .parent()
-                        .map_or_else(|| "/".to_owned(), |d| d.display().to_string());
-                }
-            } else {
-                if active.contains_key(&dev) {
-                    if copy_opts {
-                        opts = merge(&opts, &active, &dev);
-                    }
-                    push_bind(&mut active, &comp);
-                }
-                python::str(field(&active, &comp, "device"))
-            }
-        } else {
-            realpath(&device)
-        }
-    } else if device.to_uppercase().starts_with("UUID=") {
-        device
-            .split('=')
-            .nth(1)
-            .unwrap_or_default()
-            .trim_matches('"')
-            .to_lowercase()
-    } else if device.to_uppercase().starts_with("LABEL=") {
-        let label = device.split('=').nth(1).unwrap_or_default();
-        let res = exec(
-            &call,
-            "cmd.run_all",
-            vec![json!(format!("blkid -t LABEL={label}"))],
-            Map::new(),
-        )
-        .await?;
-        if res["retcode"].as_i64().unwrap_or(0) > 0 {
-            ret.comment = format!("Unable to find device with label {label}.");
+    let mut active = active(&call).await?;
+    let mut known: Vec<String> = Vec::new();
+    let real_device = match m.real_device(&mut active, &mut known).await? {
+        Ok(d) => d,
+        Err(comment) => {
+            ret.comment = comment;
             ret.result = Some(false);
             return Ok(ret);
         }
-        // Salt walks the output string character by character here.
-        for ch in python::str(&res["stdout"]).chars() {
-            device_list.push(ch.to_string());
-        }
-        device_list.first().cloned().unwrap_or_default()
-    } else {
-        device.clone()
     };
-    if let Some(caps) = regex::Regex::new(r"^/dev/([^/]+)/([^/]+)$")
-        .ok()
-        .and_then(|re| re.captures(&device))
+    let mut update_mount_cache = false;
+    if active.contains_key(&m.comp)
+        && m.mount
+        && m.check_active(
+            &mut ret,
+            &mut active,
+            known,
+            &real_device,
+            &mut update_mount_cache,
+        )
+        .await?
     {
-        let mapper = format!(
-            "/dev/mapper/{}-{}",
-            caps[1].replace('-', "--"),
-            caps[2].replace('-', "--")
-        );
-        if Path::new(&mapper).exists() {
-            real_device = mapper;
-        }
+        return Ok(ret);
     }
-    if let Some(caps) = regex::Regex::new(r"^\w+#(.+)")
-        .ok()
-        .and_then(|re| re.captures(&device))
-    {
-        real_device = caps[1].to_owned();
-    }
-    let test = call.test;
-    if active.contains_key(&comp) {
-        if let Some(Value::Object(m)) = active.get_mut(&comp) {
-            m.entry("superopts").or_insert_with(|| json!([]));
-        }
-        if mount {
-            device_list.push(python::str(field(&active, &comp, "device")));
-            device_list.push(realpath(&device_list[0]));
-            for key in ["alt_device", "device_uuid", "device_label"] {
-                let v = field(&active, &comp, key);
-                if truthy(v) && !device_list.contains(&python::str(v)) {
-                    device_list.push(python::str(v));
-                }
-            }
-            if !opts.is_empty() {
-                let rules = OptionRules::new(&call);
-                let active_opts = strings(field(&active, &comp, "opts"));
-                let mut superopts = strings(field(&active, &comp, "superopts"));
-                let (triggers, last) =
-                    remount_triggers(&opts, &fstype, &active_opts, &mut superopts, &rules, &id_of);
-                if let Some(Value::Object(m)) = active.get_mut(&comp) {
-                    m.insert("superopts".into(), json!(superopts));
-                }
-                if !triggers.is_empty() {
-                    let mut sorted = triggers.clone();
-                    sorted.sort();
-                    let changed = sorted.join(",");
-                    if test {
-                        ret.result = None;
-                        ret.comment =
-                            format!("Remount would be forced because options ({changed}) changed");
-                        return Ok(ret);
-                    }
-                    if let Some(done) = force_remount(
-                        &call, &mut ret, &real_name, &device, &fstype, &opts, &changed,
-                    )
-                    .await?
-                    {
-                        return Ok(done);
-                    }
-                    update_mount_cache = true;
-                }
-                let cache = exec(
-                    &call,
-                    "mount.read_mount_cache",
-                    vec![json!(real_name)],
-                    Map::new(),
-                )
-                .await?;
-                if let Some(cached) = cache.get("opts") {
-                    let missing: Vec<String> = strings(cached)
-                        .into_iter()
-                        .filter(|o| !opts.contains(o))
-                        .collect();
-                    if !missing.is_empty() {
-                        if test {
-                            ret.result = None;
-                            ret.comment = format!(
-                                "Remount would be forced because options ({})changed",
-                                missing.join(",")
-                            );
-                            return Ok(ret);
-                        }
-                        let last = last.unwrap_or_default();
-                        if let Some(done) = force_remount(
-                            &call, &mut ret, &real_name, &device, &fstype, &opts, &last,
-                        )
-                        .await?
-                        {
-                            return Ok(done);
-                        }
-                        update_mount_cache = true;
-                    }
-                } else {
-                    update_mount_cache = true;
-                }
-            }
-            if !device_list.contains(&real_device) {
-                let mut ignored = None;
-                for regex in str_list(call.arg("device_name_regex").filter(|v| v.is_array())) {
-                    if let Some(d) = device_list.iter().find(|d| re_match(&regex, d)) {
-                        ignored = Some(d.clone());
-                    }
-                }
-                if let Some(d) = ignored {
-                    ret.result = Some(true);
-                    ret.comment = format!(
-                        "An umount will not be forced because device matched device_name_regex: {d}"
-                    );
-                } else if test {
-                    ret.result = None;
-                    ret.comment = format!(
-                        "An umount would have been forced because devices do not match.  Watched: {device}"
-                    );
-                } else {
-                    let mut why =
-                        format!("Forced unmount because devices don't match. Wanted: {device}");
-                    if real_device != device {
-                        why.push_str(&format!(" ({real_device})"));
-                    }
-                    why.push_str(&format!(", current: {}", device_list.join(", ")));
-                    ret.changes.insert("umount".into(), json!(why));
-                    exec(
-                        &call,
-                        "mount.umount",
-                        vec![json!(real_name)],
-                        kw([("user", user.clone())]),
-                    )
-                    .await?;
-                    active = self::active(&call).await?;
-                    if active.contains_key(&comp) {
-                        ret.comment = "Unable to unmount".into();
-                        ret.result = Some(false);
-                        return Ok(ret);
-                    }
-                    update_mount_cache = true;
-                }
-            } else {
-                ret.comment = "Target was already mounted".into();
-            }
-        }
-    }
-    if !active.contains_key(&comp) {
-        let exists = Path::new(&name).exists();
-        if mount {
-            if test {
-                ret.result = None;
-                ret.comment = if exists {
-                    format!("{name} would be mounted")
-                } else if truthy(&mkmnt) {
-                    format!("{name} would be created and mounted")
-                } else {
-                    format!("{name} does not exist and would not be created")
-                };
-                return Ok(ret);
-            }
-            if !exists && !truthy(&mkmnt) {
-                ret.result = Some(false);
-                ret.comment = "Mount directory is not present".into();
-                return Ok(ret);
-            }
-            let out = exec(
-                &call,
-                "mount.mount",
-                vec![
-                    json!(name),
-                    json!(device),
-                    mkmnt.clone(),
-                    json!(fstype),
-                    json!(opts),
-                ],
-                kw([("user", user.clone())]),
-            )
-            .await?;
-            active = self::active(&call).await?;
-            update_mount_cache = true;
-            if let Value::String(err) = out {
-                ret.comment = err;
-                ret.result = Some(false);
-                return Ok(ret);
-            } else if active.contains_key(&comp) {
-                ret.comment = "Target was successfully mounted".into();
-                ret.changes.insert("mount".into(), json!(true));
-            }
-        } else if !exists {
-            if test {
-                ret.result = None;
-                ret.comment = if truthy(&mkmnt) {
-                    format!("{name} would be created, but not mounted")
-                } else {
-                    format!("{name} does not exist and would neither be created nor mounted")
-                };
-            } else if truthy(&mkmnt) {
-                exec(
-                    &call,
-                    "file.mkdir",
-                    vec![json!(name)],
-                    kw([("user", user.clone())]),
-                )
-                .await?;
-                ret.comment = format!("{name} was created, not mounted");
-            } else {
-                ret.comment = format!("{name} not present and not mounted");
-            }
-        } else if test {
-            ret.comment = format!("{name} would not be mounted");
-        } else {
-            ret.comment = format!("{name} not mounted");
-        }
+    if !active.contains_key(&m.comp) && m.mount_inactive(&mut ret, &mut update_mount_cache).await? {
+        return Ok(ret);
     }
     if !truthy(&p("persist")) {
         return Ok(ret);
     }
-    let config = python::str(&p("config"));
-    let mut set_kwargs = kw([("match_on", p("match_on"))]);
-    if test {
-        set_kwargs.insert("test".into(), json!(true));
-    }
-    let out = python::str(
-        &exec(
-            &call,
-            "mount.set_fstab",
-            vec![
-                json!(name),
-                json!(device),
-                json!(fstype),
-                json!(opts),
-                p("dump"),
-                p("pass_num"),
-                json!(config),
-            ],
-            set_kwargs,
-        )
-        .await?,
-    );
-    if test && out != "present" {
-        ret.result = None;
-        let comment = match out.as_str() {
-            "new" if mount => format!(
-                "{name} is mounted, but needs to be written to the fstab in order to be made persistent."
-            ),
-            "new" => {
-                format!("{name} needs to be written to the fstab in order to be made persistent.")
+    m.persist(ret, update_mount_cache).await
+}
+
+impl Mounted<'_> {
+    /// The device as `mount` will show it (Salt's `real_device`); `known` gets a label's
+    /// `blkid` output as Salt collects it. `Err` is the comment of a failed label lookup.
+    async fn real_device(
+        &mut self,
+        active: &mut Map<String, Value>,
+        known: &mut Vec<String>,
+    ) -> Result<Result<String, String>, StateError> {
+        let device = self.device.clone();
+        let mut real = if device.starts_with('/') {
+            match plan::bind_source(&device, &self.opts, &self.comp, active) {
+                Some((real, holder)) => {
+                    if let Some(dev) = holder {
+                        self.take_bind_opts(active, &dev);
+                    }
+                    real
+                }
+                None => realpath(&device),
             }
-            "change" if mount => format!("{name} is mounted, but its fstab entry must be updated."),
-            "change" => format!("The {name} fstab entry must be updated."),
-            other => {
-                ret.result = Some(false);
-                format!(
-                    "Unable to detect fstab status for mount point {name} due to unexpected \
-                     output '{other}' from call to mount.set_fstab. This is most likely a bug."
-                )
+        } else if let Some(uuid) = plan::uuid_device(&device) {
+            uuid
+        } else if let Some(label) = plan::label_of(&device) {
+            let res = exec(
+                self.call,
+                "cmd.run_all",
+                vec![json!(format!("blkid -t LABEL={label}"))],
+                Map::new(),
+            )
+            .await?;
+            if res["retcode"].as_i64().unwrap_or(0) > 0 {
+                return Ok(Err(format!("Unable to find device with label {label}.")));
             }
+            // Salt walks the output string character by character here.
+            known.extend(python::str(&res["stdout"]).chars().map(String::from));
+            known.first().cloned().unwrap_or_default()
+        } else {
+            device.clone()
         };
-        ret.comment = format!("{}. {comment}", ret.comment);
-        return Ok(ret);
+        if let Some(mapper) = plan::mapper_path(&device)
+            && Path::new(&mapper).exists()
+        {
+            real = mapper;
+        }
+        if let Some(dev) = plan::fuse_device(&device) {
+            real = dev;
+        }
+        Ok(Ok(real))
     }
-    if update_mount_cache {
-        exec(
-            &call,
-            "mount.write_mount_cache",
-            vec![json!(real_name), json!(device)],
-            kw([
-                ("mkmnt", mkmnt),
-                ("fstype", json!(fstype)),
-                ("mount_opts", json!(opts)),
-            ]),
+
+    /// A bind mount takes the options of the mount holding its source (unless
+    /// `bind_mount_copy_active_opts` is false), and the point's options gain `bind`.
+    fn take_bind_opts(&mut self, active: &mut Map<String, Value>, dev: &str) {
+        if truthy(
+            &self
+                .call
+                .param(MOUNTED_PARAMS, "bind_mount_copy_active_opts"),
+        ) {
+            let mut all = self.opts.clone();
+            all.extend(strings(field(active, dev, "opts")));
+            all.extend(strings(field(active, dev, "superopts")));
+            all.sort();
+            all.dedup();
+            self.opts = all;
+        }
+        if let Some(Value::Array(o)) = active.get_mut(&self.comp).and_then(|m| m.get_mut("opts")) {
+            o.push(json!("bind"));
+        }
+    }
+
+    /// The target is mounted: remount for changed options, unmount a different device.
+    /// `true` when the state ends here, with `ret` as its answer.
+    async fn check_active(
+        &self,
+        ret: &mut Ret,
+        active: &mut Map<String, Value>,
+        mut known: Vec<String>,
+        real_device: &str,
+        update_mount_cache: &mut bool,
+    ) -> Result<bool, StateError> {
+        if let Some(Value::Object(m)) = active.get_mut(&self.comp) {
+            m.entry("superopts").or_insert_with(|| json!([]));
+        }
+        known.push(python::str(field(active, &self.comp, "device")));
+        known.push(realpath(&known[0]));
+        plan::add_aliases(&mut known, active, &self.comp);
+        if !self.opts.is_empty()
+            && self
+                .remount_if_changed(ret, active, update_mount_cache)
+                .await?
+        {
+            return Ok(true);
+        }
+        let regexes = str_list(self.call.arg("device_name_regex").filter(|v| v.is_array()));
+        match plan::compare_devices(&known, real_device, &regexes) {
+            plan::Devices::Same => ret.comment = "Target was already mounted".into(),
+            plan::Devices::Ignored(d) => {
+                ret.result = Some(true);
+                ret.comment = format!(
+                    "An umount will not be forced because device matched device_name_regex: {d}"
+                );
+            }
+            plan::Devices::Differ if self.call.test => {
+                ret.result = None;
+                ret.comment = format!(
+                    "An umount would have been forced because devices do not match.  Watched: {}",
+                    self.device
+                );
+            }
+            plan::Devices::Differ => {
+                let why = plan::unmount_reason(&self.device, real_device, &known);
+                ret.changes.insert("umount".into(), json!(why));
+                exec(
+                    self.call,
+                    "mount.umount",
+                    vec![json!(self.real_name)],
+                    kw([("user", self.user.clone())]),
+                )
+                .await?;
+                *active = self::active(self.call).await?;
+                if active.contains_key(&self.comp) {
+                    ret.comment = "Unable to unmount".into();
+                    ret.result = Some(false);
+                    return Ok(true);
+                }
+                *update_mount_cache = true;
+            }
+        }
+        Ok(false)
+    }
+
+    /// Remounts when a wanted option is not active, or a cached one is no longer wanted.
+    /// `true` when the state ends here.
+    async fn remount_if_changed(
+        &self,
+        ret: &mut Ret,
+        active: &mut Map<String, Value>,
+        update_mount_cache: &mut bool,
+    ) -> Result<bool, StateError> {
+        let rules = OptionRules::new(self.call);
+        let active_opts = strings(field(active, &self.comp, "opts"));
+        let mut superopts = strings(field(active, &self.comp, "superopts"));
+        let (triggers, last) = remount_triggers(
+            &self.opts,
+            &self.fstype,
+            &active_opts,
+            &mut superopts,
+            &rules,
+            &id_of,
+        );
+        if let Some(Value::Object(m)) = active.get_mut(&self.comp) {
+            m.insert("superopts".into(), json!(superopts));
+        }
+        if !triggers.is_empty() {
+            let mut sorted = triggers.clone();
+            sorted.sort();
+            let changed = sorted.join(",");
+            if self.call.test {
+                ret.result = None;
+                ret.comment =
+                    format!("Remount would be forced because options ({changed}) changed");
+                return Ok(true);
+            }
+            if self.remount(ret, &changed).await? {
+                return Ok(true);
+            }
+            *update_mount_cache = true;
+        }
+        let cache = exec(
+            self.call,
+            "mount.read_mount_cache",
+            vec![json!(self.real_name)],
+            Map::new(),
         )
         .await?;
+        match plan::dropped_opts(&cache, &self.opts) {
+            None => *update_mount_cache = true,
+            Some(missing) if missing.is_empty() => {}
+            Some(missing) => {
+                if self.call.test {
+                    ret.result = None;
+                    ret.comment = format!(
+                        "Remount would be forced because options ({})changed",
+                        missing.join(",")
+                    );
+                    return Ok(true);
+                }
+                if self.remount(ret, &last.unwrap_or_default()).await? {
+                    return Ok(true);
+                }
+                *update_mount_cache = true;
+            }
+        }
+        Ok(false)
     }
-    match out.as_str() {
-        "present" => ret.comment.push_str(". Entry already exists in the fstab."),
-        "new" => {
-            ret.changes.insert("persist".into(), json!("new"));
-            ret.comment.push_str(". Added new entry to the fstab.");
+
+    /// [`force_remount`] with this state's arguments; `true` when the state ends there.
+    async fn remount(&self, ret: &mut Ret, changed: &str) -> Result<bool, StateError> {
+        let done = force_remount(
+            self.call,
+            ret,
+            &self.real_name,
+            &self.device,
+            &self.fstype,
+            &self.opts,
+            changed,
+        )
+        .await?;
+        if let Some(done) = done {
+            *ret = done;
+            return Ok(true);
         }
-        "change" => {
-            ret.changes.insert("persist".into(), json!("update"));
-            ret.comment.push_str(". Updated the entry in the fstab.");
+        Ok(false)
+    }
+
+    /// The target is not mounted: mount it, create it, or say why not. `true` when the
+    /// state ends here.
+    async fn mount_inactive(
+        &self,
+        ret: &mut Ret,
+        update_mount_cache: &mut bool,
+    ) -> Result<bool, StateError> {
+        let exists = Path::new(&self.name).exists();
+        let name = &self.name;
+        match plan::plan_inactive(
+            name,
+            exists,
+            self.mount,
+            truthy(&self.mkmnt),
+            self.call.test,
+        ) {
+            plan::Inactive::Stop(result, comment) => {
+                ret.result = result;
+                ret.comment = comment;
+                return Ok(true);
+            }
+            plan::Inactive::Note { test, comment } => {
+                if test {
+                    ret.result = None;
+                }
+                ret.comment = comment;
+            }
+            plan::Inactive::Mkdir(comment) => {
+                exec(
+                    self.call,
+                    "file.mkdir",
+                    vec![json!(name)],
+                    kw([("user", self.user.clone())]),
+                )
+                .await?;
+                ret.comment = comment;
+            }
+            plan::Inactive::Mount => {
+                let out = exec(
+                    self.call,
+                    "mount.mount",
+                    vec![
+                        json!(name),
+                        json!(self.device),
+                        self.mkmnt.clone(),
+                        json!(self.fstype),
+                        json!(self.opts),
+                    ],
+                    kw([("user", self.user.clone())]),
+                )
+                .await?;
+                let active = self::active(self.call).await?;
+                *update_mount_cache = true;
+                if let Value::String(err) = out {
+                    ret.comment = err;
+                    ret.result = Some(false);
+                    return Ok(true);
+                } else if active.contains_key(&self.comp) {
+                    ret.comment = "Target was successfully mounted".into();
+                    ret.changes.insert("mount".into(), json!(true));
+                }
+            }
         }
-        "bad config" => {
+        Ok(false)
+    }
+
+    /// Writes the fstab entry (`mount.set_fstab`) and the mount cache.
+    async fn persist(&self, mut ret: Ret, update_mount_cache: bool) -> Result<Ret, StateError> {
+        let p = |k: &str| self.call.param(MOUNTED_PARAMS, k);
+        let test = self.call.test;
+        let config = python::str(&p("config"));
+        let mut set_kwargs = kw([("match_on", p("match_on"))]);
+        if test {
+            set_kwargs.insert("test".into(), json!(true));
+        }
+        let out = python::str(
+            &exec(
+                self.call,
+                "mount.set_fstab",
+                vec![
+                    json!(self.name),
+                    json!(self.device),
+                    json!(self.fstype),
+                    json!(self.opts),
+                    p("dump"),
+                    p("pass_num"),
+                    json!(config),
+                ],
+                set_kwargs,
+            )
+            .await?,
+        );
+        if test && out != "present" {
+            let (result, text) = plan::fstab_test(&out, &self.name, self.mount);
+            ret.result = result;
+            ret.comment = format!("{}. {text}", ret.comment);
+            return Ok(ret);
+        }
+        if update_mount_cache {
+            exec(
+                self.call,
+                "mount.write_mount_cache",
+                vec![json!(self.real_name), json!(self.device)],
+                kw([
+                    ("mkmnt", self.mkmnt.clone()),
+                    ("fstype", json!(self.fstype)),
+                    ("mount_opts", json!(self.opts)),
+                ]),
+            )
+            .await?;
+        }
+        let (change, tail, fails) = plan::fstab_done(&out);
+        if let Some(change) = change {
+            ret.changes.insert("persist".into(), json!(change));
+        }
+        ret.comment.push_str(tail);
+        if fails {
             ret.result = Some(false);
-            ret.comment.push_str(". However, the fstab was not found.");
         }
-        _ => {}
+        Ok(ret)
     }
-    Ok(ret)
 }
 
 /// Salt's forced remount of a mounted file system whose options changed: umount and mount
