@@ -427,202 +427,250 @@ fn extend_arg(extend: &mut Map<String, Value>, id: &str, state: &str, arg: Value
     }
 }
 
+/// Salt's `req_in_all` plus the state's own arguments: what `use` does not copy.
+fn not_copied_by_use(k: &str, own: &[String]) -> bool {
+    Requisite::is_req_in(k)
+        || matches!(
+            Requisite::parse(k),
+            Some((Require | Watch | Onfail | OnfailStop | Onchanges, Own))
+        )
+        || own.iter().any(|o| o == k)
+}
+
+/// The one-key arguments `use` copies from `args` to a state whose own arguments are `own`.
+fn copied_by_use(args: &[Value], own: &[String]) -> Vec<Value> {
+    args.iter()
+        .filter(|a| {
+            a.as_object()
+                .filter(|m| m.len() == 1)
+                .and_then(|m| m.keys().next())
+                .is_some_and(|k| !not_copied_by_use(k, own) && k != "name" && k != "names")
+        })
+        .cloned()
+        .collect()
+}
+
+/// Salt's error for a requisite state with a dot (`file.managed` where `file` is meant).
+fn dotted_requisite(rkey: &str, st: &str, name: &str, body: &Value) -> Option<String> {
+    let dot = st.find('.')?;
+    Some(format!(
+        "Invalid requisite in {rkey}: {st} for {name}, in SLS '{}'. Requisites must not \
+         contain dots, did you mean '{}'?",
+        sls_of(body),
+        &st[..dot]
+    ))
+}
+
+/// A list item of an `_in` requisite as `{state: id}`: a dict as given, else the ID's first
+/// state, else the first state whose `name` it is; `None` when nothing matches.
+fn resolve_target(ind: &Value, high: &Map<String, Value>) -> Option<Value> {
+    if ind.is_object() {
+        return Some(ind.clone());
+    }
+    let id = ind.as_str().unwrap_or_default();
+    if let Some(target) = high.get(id) {
+        return state_keys(target)
+            .into_iter()
+            .next()
+            .map(|st| json!({st: id}));
+    }
+    for (nid, nbody) in high {
+        for st in state_keys(nbody) {
+            if let Some(Value::Array(list)) = nbody.get(&st)
+                && list.iter().any(|j| j.get("name") == Some(ind))
+            {
+                return Some(json!({st: nid}));
+            }
+        }
+    }
+    None
+}
+
+/// Makes `extend[id][state]` exist (empty) without adding to it.
+fn ensure_extend(extend: &mut Map<String, Value>, id: &str, state: &str) {
+    let entry = extend
+        .entry(id.to_owned())
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(e) = entry {
+        e.entry(state.to_owned()).or_insert_with(|| json!([]));
+    }
+}
+
+/// One `_in`, `use` or `prereq` argument of a state: where it stands and its key.
+struct ReqArg<'a> {
+    id: &'a str,
+    state: &'a str,
+    body: &'a Value,
+    /// The state's arguments (what `use_in` copies).
+    run: &'a [Value],
+    /// The requisite as written (`require_in`, `use`, ...).
+    key: &'a str,
+    /// The requisite it adds to its targets (`require` for `require_in`).
+    rkey: &'a str,
+}
+
+/// `requisite_in` at work: the high data as it was, the extensions built so far, the
+/// errors found.
+struct ReqIn<'a> {
+    high: &'a Map<String, Value>,
+    extend: Map<String, Value>,
+    errors: Vec<String>,
+}
+
+impl ReqIn<'_> {
+    /// The dict form (`require_in: {file: /etc/x}`): each target gets the requisite.
+    fn named_targets(&mut self, a: &ReqArg<'_>, items: &Map<String, Value>) {
+        for (st, name) in items {
+            let name_s = py_str(name);
+            let mut st = st.clone();
+            if let Some(e) = dotted_requisite(a.rkey, &st, &name_s, a.body) {
+                self.errors.push(e);
+                st.truncate(st.find('.').unwrap_or(st.len()));
+            }
+            extend_req(
+                &mut self.extend,
+                &name_s,
+                &st,
+                a.rkey,
+                a.state,
+                a.id,
+                a.body,
+            );
+        }
+    }
+
+    /// The list form. As in Salt, the targets found so far are kept from item to item
+    /// (an `sls` item starts them over), so each item applies them all again.
+    fn listed_targets(&mut self, a: &ReqArg<'_>, items: &[Value]) {
+        let mut hinges: Vec<(Value, String)> = Vec::new();
+        for ind in items {
+            let Some(ind) = resolve_target(ind, self.high) else {
+                continue;
+            };
+            let Some((pstate, pname)) = ind.as_object().and_then(|m| m.iter().next()) else {
+                continue;
+            };
+            if pstate == "sls" {
+                hinges = find_sls_ids(pname, self.high)
+                    .into_iter()
+                    .map(|(n, s)| (json!(n), s))
+                    .collect();
+            } else {
+                hinges.push((pname.clone(), pstate.clone()));
+            }
+            if let Some(e) = dotted_requisite(a.rkey, pstate, &py_str(pname), a.body) {
+                self.errors.push(e);
+            }
+            for (name, hstate) in hinges.clone() {
+                let hstate = hstate.split('.').next().unwrap_or(&hstate);
+                self.hinge(a, &name, hstate);
+            }
+        }
+    }
+
+    /// One target (`name`, a state `hstate`) of the requisite `a`.
+    fn hinge(&mut self, a: &ReqArg<'_>, name: &Value, hstate: &str) {
+        let req = Requisite::parse(a.key);
+        if req == Some((Prereq, In)) {
+            let arg = json!({"prerequired": [{hstate: name.clone()}]});
+            extend_arg(&mut self.extend, a.id, a.state, arg);
+        }
+        match req {
+            Some((Prereq, Own)) => {
+                for (ext_id, req_state) in find_name(name, hstate, self.high, true) {
+                    let arg = json!({"prerequired": [{a.state: a.id}]});
+                    extend_arg(&mut self.extend, &ext_id, &req_state, arg);
+                }
+            }
+            Some((Use, In)) => self.use_in(a, name, hstate),
+            Some((Use, Own)) => self.use_own(a, name, hstate),
+            _ => extend_req(
+                &mut self.extend,
+                &py_str(name),
+                hstate,
+                a.rkey,
+                a.state,
+                a.id,
+                a.body,
+            ),
+        }
+    }
+
+    /// `use_in`: the target takes this state's arguments it does not set itself.
+    fn use_in(&mut self, a: &ReqArg<'_>, name: &Value, hstate: &str) {
+        for (ext_id, req_state) in find_name(name, hstate, self.high, true) {
+            let ext_args = state_args(&ext_id, hstate, self.high);
+            ensure_extend(&mut self.extend, &ext_id, &req_state);
+            for arg in copied_by_use(a.run, &ext_args) {
+                extend_arg(&mut self.extend, &ext_id, &req_state, arg);
+            }
+        }
+    }
+
+    /// `use`: this state takes the target's arguments it does not set itself.
+    fn use_own(&mut self, a: &ReqArg<'_>, name: &Value, hstate: &str) {
+        for (ext_id, req_state) in find_name(name, hstate, self.high, true) {
+            let loc_args = state_args(a.id, a.state, self.high);
+            ensure_extend(&mut self.extend, a.id, a.state);
+            let source = self
+                .high
+                .get(&ext_id)
+                .and_then(|b| b.get(&req_state))
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            for arg in copied_by_use(&source, &loc_args) {
+                extend_arg(&mut self.extend, a.id, a.state, arg);
+            }
+        }
+    }
+}
+
 /// `requisite_in`: the `_in` requisites, `use` and `prereq` turned into extensions of the
 /// states they name, then reconciled (strictly).
 pub fn requisite_in(high: &mut Map<String, Value>, disabled: &[String]) -> Vec<String> {
-    // Salt's `req_in_all`: `req_in` and these requisites are not copied by `use`.
-    let req_in_all = |k: &str| {
-        Requisite::is_req_in(k)
-            || matches!(
-                Requisite::parse(k),
-                Some((Require | Watch | Onfail | OnfailStop | Onchanges, Own))
-            )
-    };
-    let ignored = |k: &str, own: &[String]| req_in_all(k) || own.iter().any(|o| o == k);
-    let mut extend: Map<String, Value> = Map::new();
-    let mut errors = Vec::new();
     let snapshot = high.clone();
+    let mut r = ReqIn {
+        high: &snapshot,
+        extend: Map::new(),
+        errors: Vec::new(),
+    };
     for (id, body) in &snapshot {
         let Value::Object(bmap) = body else { continue };
         for (state, run) in bmap {
+            let Value::Array(run) = run else { continue };
             if state.starts_with("__") {
                 continue;
             }
-            let Value::Array(run) = run else { continue };
             for arg in run {
-                let Value::Object(am) = arg else { continue };
-                let Some(key) = am.keys().next() else {
+                let Some((key, items)) = arg.as_object().and_then(|m| m.iter().next()) else {
                     continue;
                 };
                 if !Requisite::is_req_in(key) || disabled.iter().any(|d| d == key) {
                     continue;
                 }
-                let rkey = key.split('_').next().unwrap_or(key);
-                let items = &am[key];
-                if let Value::Object(items) = items {
-                    for (st, name) in items {
-                        let mut st = st.clone();
-                        let name_s = py_str(name);
-                        if let Some(dot) = st.find('.') {
-                            errors.push(format!(
-                                "Invalid requisite in {rkey}: {st} for {name_s}, in SLS '{}'. \
-                                 Requisites must not contain dots, did you mean '{}'?",
-                                sls_of(body),
-                                &st[..dot]
-                            ));
-                            st.truncate(dot);
-                        }
-                        extend_req(&mut extend, &name_s, &st, rkey, state, id, body);
-                    }
-                }
-                let Value::Array(items) = items else { continue };
-                let mut hinges: Vec<(Value, String)> = Vec::new();
-                for ind in items {
-                    let ind = match ind {
-                        Value::Object(_) => ind.clone(),
-                        other => {
-                            let other_s = other.as_str().unwrap_or_default();
-                            if let Some(target) = snapshot.get(other_s) {
-                                match state_keys(target).into_iter().next() {
-                                    Some(st) => json!({st: other_s}),
-                                    None => continue,
-                                }
-                            } else {
-                                let mut found = None;
-                                for (nid, nbody) in &snapshot {
-                                    for st8 in state_keys(nbody) {
-                                        if let Some(Value::Array(list)) = nbody.get(&st8) {
-                                            for j in list {
-                                                if found.is_none() && j.get("name") == Some(other) {
-                                                    found = Some(json!({st8.clone(): nid}));
-                                                }
-                                            }
-                                        }
-                                    }
-                                }
-                                match found {
-                                    Some(f) => f,
-                                    None => continue,
-                                }
-                            }
-                        }
-                    };
-                    let Some((pstate, pname)) = ind
-                        .as_object()
-                        .and_then(|m| m.iter().next())
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                    else {
-                        continue;
-                    };
-                    if pstate == "sls" {
-                        hinges = find_sls_ids(&pname, &snapshot)
-                            .into_iter()
-                            .map(|(n, s)| (json!(n), s))
-                            .collect();
-                    } else {
-                        hinges.push((pname.clone(), pstate.clone()));
-                    }
-                    if let Some(dot) = pstate.find('.') {
-                        errors.push(format!(
-                            "Invalid requisite in {rkey}: {pstate} for {}, in SLS '{}'. \
-                             Requisites must not contain dots, did you mean '{}'?",
-                            py_str(&pname),
-                            sls_of(body),
-                            &pstate[..dot]
-                        ));
-                    }
-                    for (name, hstate) in hinges.clone() {
-                        let hstate = hstate.split('.').next().unwrap_or(&hstate).to_owned();
-                        if Requisite::parse(key) == Some((Prereq, In)) {
-                            extend_arg(
-                                &mut extend,
-                                id,
-                                state,
-                                json!({"prerequired": [{hstate.clone(): name.clone()}]}),
-                            );
-                        }
-                        if Requisite::parse(key) == Some((Prereq, Own)) {
-                            for (ext_id, req_state) in find_name(&name, &hstate, &snapshot, true) {
-                                extend_arg(
-                                    &mut extend,
-                                    &ext_id,
-                                    &req_state,
-                                    json!({"prerequired": [{state.clone(): id}]}),
-                                );
-                            }
-                            continue;
-                        }
-                        if Requisite::parse(key) == Some((Use, In)) {
-                            for (ext_id, req_state) in find_name(&name, &hstate, &snapshot, true) {
-                                let ext_args = state_args(&ext_id, &hstate, &snapshot);
-                                extend
-                                    .entry(ext_id.clone())
-                                    .or_insert_with(|| Value::Object(Map::new()));
-                                if let Some(Value::Object(e)) = extend.get_mut(&ext_id) {
-                                    e.entry(req_state.clone()).or_insert_with(|| json!([]));
-                                }
-                                for a in run {
-                                    let Some(k) = a
-                                        .as_object()
-                                        .filter(|m| m.len() == 1)
-                                        .and_then(|m| m.keys().next())
-                                    else {
-                                        continue;
-                                    };
-                                    if ignored(k, &ext_args) || k == "name" || k == "names" {
-                                        continue;
-                                    }
-                                    extend_arg(&mut extend, &ext_id, &req_state, a.clone());
-                                }
-                            }
-                            continue;
-                        }
-                        if Requisite::parse(key) == Some((Use, Own)) {
-                            for (ext_id, req_state) in find_name(&name, &hstate, &snapshot, true) {
-                                let loc_args = state_args(id, state, &snapshot);
-                                extend
-                                    .entry(id.clone())
-                                    .or_insert_with(|| Value::Object(Map::new()));
-                                if let Some(Value::Object(e)) = extend.get_mut(id) {
-                                    e.entry(state.clone()).or_insert_with(|| json!([]));
-                                }
-                                let source = snapshot
-                                    .get(&ext_id)
-                                    .and_then(|b| b.get(&req_state))
-                                    .and_then(Value::as_array)
-                                    .cloned()
-                                    .unwrap_or_default();
-                                for a in source {
-                                    let Some(k) = a
-                                        .as_object()
-                                        .filter(|m| m.len() == 1)
-                                        .and_then(|m| m.keys().next())
-                                        .cloned()
-                                    else {
-                                        continue;
-                                    };
-                                    if ignored(&k, &loc_args) || k == "name" || k == "names" {
-                                        continue;
-                                    }
-                                    extend_arg(&mut extend, id, state, a);
-                                }
-                            }
-                            continue;
-                        }
-                        let name_s = py_str(&name);
-                        extend_req(&mut extend, &name_s, &hstate, rkey, state, id, body);
-                    }
+                let a = ReqArg {
+                    id,
+                    state,
+                    body,
+                    run,
+                    key,
+                    rkey: key.split('_').next().unwrap_or(key),
+                };
+                match items {
+                    Value::Object(items) => r.named_targets(&a, items),
+                    Value::Array(items) => r.listed_targets(&a, items),
+                    _ => {}
                 }
             }
         }
     }
+    let ReqIn {
+        extend, mut errors, ..
+    } = r;
     let list: Vec<Value> = extend
         .into_iter()
-        .map(|(k, v)| {
-            let mut m = Map::new();
-            m.insert(k, v);
-            Value::Object(m)
-        })
+        .map(|(k, v)| Value::Object(Map::from_iter([(k, v)])))
         .collect();
     high.insert("__extend__".into(), Value::Array(list));
     errors.extend(reconcile_extend(high, true));
@@ -849,4 +897,93 @@ pub fn compile_low_chunks(
         return Err(errors);
     }
     Ok(compile_high_data(&high))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn high(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn targets_resolve_by_id_then_name() {
+        let h = high(json!({
+            "web": {"pkg": [{"name": "nginx"}], "__sls__": "a"},
+            "conf": {"file": [{"name": "/etc/x"}], "__sls__": "a"},
+        }));
+        assert_eq!(
+            resolve_target(&json!("web"), &h),
+            Some(json!({"pkg": "web"}))
+        );
+        assert_eq!(
+            resolve_target(&json!("/etc/x"), &h),
+            Some(json!({"file": "conf"}))
+        );
+        assert_eq!(
+            resolve_target(&json!({"cmd": "x"}), &h),
+            Some(json!({"cmd": "x"}))
+        );
+        assert_eq!(resolve_target(&json!("nothing"), &h), None);
+    }
+
+    #[test]
+    fn use_copies_what_the_target_lacks() {
+        let args = [
+            json!({"name": "x"}),
+            json!({"user": "root"}),
+            json!({"mode": 644}),
+            json!({"require": [{"pkg": "web"}]}),
+            json!({"watch_in": [{"svc": "s"}]}),
+            json!({"a": 1, "b": 2}),
+        ];
+        assert_eq!(
+            copied_by_use(&args, &["mode".to_string()]),
+            [json!({"user": "root"})]
+        );
+    }
+
+    #[test]
+    fn dotted_requisites_are_named() {
+        let body = json!({"__sls__": "web"});
+        assert_eq!(dotted_requisite("require", "pkg", "nginx", &body), None);
+        assert_eq!(
+            dotted_requisite("watch", "file.managed", "/etc/x", &body).as_deref(),
+            Some(
+                "Invalid requisite in watch: file.managed for /etc/x, in SLS 'web'. Requisites \
+                 must not contain dots, did you mean 'file'?"
+            )
+        );
+    }
+
+    #[test]
+    fn require_in_extends_its_target() {
+        let mut h = high(json!({
+            "web": {"pkg": ["installed", {"require_in": [{"service": "svc"}]}], "__sls__": "a", "__env__": "base"},
+            "svc": {"service": ["running"], "__sls__": "a", "__env__": "base"},
+        }));
+        assert!(requisite_in(&mut h, &[]).is_empty());
+        assert_eq!(h["svc"]["service"][1], json!({"require": [{"pkg": "web"}]}));
+        // A disabled requisite adds nothing.
+        let mut h2 = high(json!({
+            "web": {"pkg": ["installed", {"require_in": [{"service": "svc"}]}], "__sls__": "a"},
+            "svc": {"service": ["running"], "__sls__": "a"},
+        }));
+        requisite_in(&mut h2, &["require_in".to_string()]);
+        assert_eq!(h2["svc"]["service"], json!(["running"]));
+    }
+
+    #[test]
+    fn use_takes_the_targets_arguments() {
+        let mut h = high(json!({
+            "base": {"file": ["managed", {"user": "www"}, {"mode": 600}, {"name": "/a"}], "__sls__": "a"},
+            "other": {"file": ["managed", {"mode": 644}, {"use": [{"file": "base"}]}], "__sls__": "a"},
+        }));
+        assert!(requisite_in(&mut h, &[]).is_empty());
+        let args = h["other"]["file"].as_array().cloned().unwrap_or_default();
+        assert!(args.contains(&json!({"user": "www"})));
+        assert!(!args.contains(&json!({"mode": 600})));
+        assert!(!args.contains(&json!({"name": "/a"})));
+    }
 }
