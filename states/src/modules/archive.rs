@@ -23,6 +23,8 @@ use saltq_semantics::python::{self, truthy};
 use super::file::managed::{cache_salt, hash_bytes, remote_source_error, source_sum};
 use super::{Ret, StateCall, StateError, StateFunction, state_handler};
 
+mod plan;
+
 const fn opt(name: &'static str) -> Param {
     Param::opt(name, Lit::None)
 }
@@ -76,19 +78,6 @@ fn arg_str(call: &StateCall, key: &str) -> Option<String> {
 
 fn flag(call: &StateCall, key: &str) -> bool {
     call.arg(key).is_some_and(truthy)
-}
-
-fn fail(mut ret: Ret, comment: impl Into<String>) -> Result<Ret, StateError> {
-    ret.result = Some(false);
-    ret.comment = comment.into();
-    Ok(ret)
-}
-
-/// Salt's `_add_explanation` (no `source_hash_update` here).
-fn explain(comment: &mut String, contents_missing: bool) {
-    if contents_missing {
-        comment.push_str(", due to absence of one or more files/dirs");
-    }
 }
 
 /// Python's `os.path.join(name, path)` where `name` ends with `/`.
@@ -170,408 +159,423 @@ fn strings(m: &Map<String, Value>, key: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A finished state: its answer, or an error of the state system.
+enum Stop {
+    /// The state ends with this answer.
+    Ret(Box<Ret>),
+    /// The state could not run.
+    Err(StateError),
+}
+
+impl From<StateError> for Stop {
+    fn from(e: StateError) -> Self {
+        Self::Err(e)
+    }
+}
+
+/// Ends the state as failed with `comment`, keeping the changes made so far.
+fn stop(ret: &Ret, comment: impl Into<String>) -> Stop {
+    let mut ret = ret.clone();
+    ret.result = Some(false);
+    ret.comment = comment.into();
+    Stop::Ret(Box::new(ret))
+}
+
 async fn extracted(call: StateCall) -> Result<Ret, StateError> {
     let mut ret = Ret::new(&call.name);
     ret.result = Some(false);
-    if flag(&call, "skip_files_list_verify") && flag(&call, "skip_verify") {
-        return fail(
-            ret,
-            "Only one of \"skip_files_list_verify\" and \"skip_verify\" can be set to True",
-        );
+    match extract_steps(&call, &mut ret).await {
+        Ok(()) => Ok(ret),
+        Err(Stop::Ret(done)) => Ok(*done),
+        Err(Stop::Err(e)) => Err(e),
     }
-    let raw_name = call.name.clone();
-    if !raw_name.starts_with('/') {
-        return fail(ret, format!("{raw_name} is not an absolute path"));
-    }
-    let trimmed = raw_name.trim_end_matches('/');
-    if Path::new(trimmed).is_file() {
-        return fail(ret, format!("{trimmed} exists and is not a directory"));
-    }
-    let name = format!("{trimmed}/");
-    let if_missing = arg_str(&call, "if_missing");
-    if if_missing.as_ref().is_some_and(|p| !p.starts_with('/')) {
-        return fail(ret, "Value for 'if_missing' is not an absolute path");
-    }
-    let enforce_on = arg_str(&call, "enforce_ownership_on");
-    if let Some(p) = &enforce_on {
-        if !p.starts_with('/') {
-            return fail(
-                ret,
-                "Value for 'enforce_ownership_on' is not an absolute path",
-            );
-        }
-        if !Path::new(p).starts_with(trimmed) {
-            return fail(
-                ret,
-                format!("Value for 'enforce_ownership_on' must be within {name}"),
-            );
-        }
-    }
-    if let Some(p) = &if_missing
-        && Path::new(p).exists()
-    {
-        ret.result = Some(true);
-        ret.comment = format!("Path {p} exists");
-        return Ok(ret);
-    }
-    let user = arg_str(&call, "user");
-    let group = arg_str(&call, "group");
-    let uid = match &user {
-        Some(u) => match nix::unistd::User::from_name(u).ok().flatten() {
-            Some(u) => Some(u.uid.as_raw()),
-            None => return fail(ret, format!("User {u} does not exist")),
-        },
-        None => None,
+}
+
+/// `archive.extracted`'s arguments once checked, and what was found on the way.
+struct Archive<'a> {
+    call: &'a StateCall,
+    /// The destination with one trailing `/`.
+    name: String,
+    if_missing: Option<String>,
+    enforce_on: Option<String>,
+    user: Option<String>,
+    group: Option<String>,
+    uid: Option<u32>,
+    gid: Option<u32>,
+    /// The `source` argument (the first of a list).
+    source: String,
+    source_is_local: bool,
+    /// The source as Salt names it in comments (a local one resolved).
+    source_match: String,
+    format: String,
+    options: Option<String>,
+    trim_output: Value,
+    sum: Option<super::file::managed::Sum>,
+    /// Where the archive is read from: the local path or the minion's cache.
+    cached: PathBuf,
+}
+
+async fn extract_steps(call: &StateCall, ret: &mut Ret) -> Result<(), Stop> {
+    let Some(mut a) = Archive::read(call, ret)? else {
+        return Ok(());
     };
-    let gid = match &group {
-        Some(g) => match nix::unistd::Group::from_name(g).ok().flatten() {
-            Some(g) => Some(g.gid.as_raw()),
-            None => return fail(ret, format!("Group {g} does not exist")),
-        },
-        None => None,
-    };
-    if call.arg("signature").is_some() || call.arg("source_hash_sig").is_some() {
-        return fail(
-            ret,
-            "Cannot verify signatures because the gpg module was not loaded",
-        );
+    if !a.fetch(ret).await? {
+        return Ok(());
     }
-    let source = match call.arg("source") {
-        Some(Value::Array(items)) => items.first().map(python::str).unwrap_or_default(),
-        Some(v) => python::str(v),
-        None => String::new(),
-    };
-    if let Some(msg) = remote_source_error(&source) {
-        return fail(ret, msg);
-    }
-    let source_is_local = !source.starts_with("salt://");
-    let mut source_match = source.clone();
-    if source_is_local {
-        let p = source.strip_prefix("file://").unwrap_or(&source);
-        source_match =
-            std::fs::canonicalize(p).map_or_else(|_| p.to_owned(), |c| c.display().to_string());
-        if !Path::new(&source_match).is_file() {
-            return fail(ret, format!("Source file '{source_match}' does not exist"));
-        }
-    }
-    let base = source.split('?').next().unwrap_or(&source).to_owned();
-    let format = match arg_str(&call, "archive_format") {
-        Some(f) => f.to_lowercase(),
-        None => match ar::guess_archive_type(&base) {
-            Some(f) => f.to_owned(),
-            None => {
-                return fail(
-                    ret,
-                    "Could not guess archive_format from the value of the 'source' argument. \
-                     Please set this archive_format to one of the following: tar, rar, zip",
-                );
-            }
-        },
-    };
-    if !["tar", "rar", "zip"].contains(&format.as_str()) {
-        return fail(
-            ret,
-            format!(
-                "Invalid archive_format '{format}'. Either set it to a supported value (tar, \
-                 rar, zip) or remove this argument and the archive format will be guessed \
-                 based on file extension."
-            ),
-        );
-    }
-    let options = arg_str(&call, "options").filter(|o| !o.is_empty());
-    let strip_n = options
-        .as_deref()
-        .filter(|_| format == "tar")
-        .and_then(strip_components);
-    if format == "zip" {
-        if options.is_some() || call.arg("use_cmd_unzip").is_some_and(truthy) {
-            return fail(
-                ret,
-                "archive.cmd_unzip function not available, unzip might not be installed on minion",
-            );
-        }
-        if flag(&call, "password") {
-            return fail(
-                ret,
-                "password-protected zip archives are not supported by saltq",
-            );
-        }
-    } else if flag(&call, "password") {
-        return fail(
-            ret,
-            "The 'password' argument is only supported for zip archives",
-        );
-    }
-    if format == "rar" {
-        return fail(
-            ret,
-            "archive.unrar function not available, rar/unrar might not be installed on minion",
-        );
-    }
-    let trim_output: Value = match call.arg("trim_output") {
-        Some(Value::Bool(true)) => json!(100),
-        Some(Value::Bool(false)) | None => json!(false),
-        Some(v) if !truthy(v) => v.clone(),
-        Some(v) => match python::str(v).parse::<i64>() {
-            Ok(n) => json!(n),
-            Err(_) => {
-                return fail(
-                    ret,
-                    "Invalid value for trim_output, must be True/False or an integer",
-                );
-            }
-        },
-    };
-    let source_hash = arg_str(&call, "source_hash").filter(|h| !h.is_empty());
-    let skip_verify = flag(&call, "skip_verify");
-    let sum = match &source_hash {
-        Some(h) => match source_sum(&call, &source_match, h).await {
-            Ok(s) => Some(s),
-            Err(e) => return fail(ret, e),
-        },
-        None => None,
-    };
-    let cached: PathBuf = if source_is_local {
-        PathBuf::from(&source_match)
-    } else {
-        if call.test {
-            ret.result = None;
-            ret.comment = format!(
-                "Archive {source_match} would be cached (if necessary) and checked to discover \
-                 if extraction is needed"
-            );
-            return Ok(ret);
-        }
-        match cache_salt(&call, &source).await {
-            Ok(Some(p)) => p,
-            Ok(None) => {
-                return fail(
-                    ret,
-                    format!(
-                        "Source file {source} not found in saltenv '{}'",
-                        call.saltenv
-                    ),
-                );
-            }
-            Err(e) => return fail(ret, format!("Failed to cache {source}: {e}")),
-        }
-    };
-    if !source_is_local
-        && let Some(s) = &sum
-        && !skip_verify
-    {
-        let data = std::fs::read(&cached).map_err(|e| StateError(e.to_string()))?;
-        let real = hash_bytes(&data, &s.hash_type).unwrap_or_default();
-        if real != s.hsum {
-            return fail(
-                ret,
-                format!(
-                    "File sum set for file {source} of {} does not match real sum of {real}",
-                    s.hsum
-                ),
-            );
-        }
-    }
-    if format == "zip" {
-        let path = cached.clone();
-        let encrypted = tokio::task::spawn_blocking(move || {
-            let f = std::fs::File::open(path).ok()?;
-            let mut z = zip::ZipArchive::new(f).ok()?;
-            Some((0..z.len()).any(|i| z.by_index_raw(i).is_ok_and(|e| e.encrypted())))
-        })
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or(false);
-        if encrypted {
-            return fail(
-                ret,
-                format!(
-                    "Archive {source_match} is password-protected, but no password was specified. \
-                     Please set the 'password' argument."
-                ),
-            );
-        }
-    }
-    // The archive's contents (`archive.list` with `verbose=True`).
-    let listed = {
-        let path = cached.clone();
-        let shown = source_match.clone();
-        let fmt = format.clone();
-        tokio::task::spawn_blocking(move || ar::list(&path, &shown, &fmt))
-            .await
-            .map_err(|e| StateError(e.to_string()))?
-    };
-    let contents = match listed {
-        Ok(l) => ar::verbose(&strip_n.map_or(l.clone(), |n| strip(l, n))),
-        Err(msg) => {
-            // Salt's `CommandExecutionError` carries where the archive was.
-            let msg = format!(
-                "{msg} Additional info follows:\n\narchive location:\n    {}",
-                cached.display()
-            );
-            let mut errors = Vec::new();
-            if if_missing.is_none() {
-                errors.push("'if_missing' must be set".to_owned());
-            }
-            if enforce_on.is_none() && (user.is_some() || group.is_some()) {
-                errors.push(
-                    "Ownership cannot be managed without setting 'enforce_ownership_on'."
-                        .to_owned(),
-                );
-            }
-            let mut msg = msg;
-            if !errors.is_empty() {
-                msg.push_str("\n\n");
-                if format == "tar" {
-                    msg.push_str(
-                        "If the source archive is a tar archive compressed using a compression \
-                         type not natively supported by the tar command, then setting the \
-                         'list_options' argument may allow the contents to be listed. \
-                         Otherwise, if Salt is unable to determine the files/directories in the \
-                         archive, the following workaround(s) would need to be used for this \
-                         state to proceed",
-                    );
-                } else {
-                    msg.push_str(
-                        "The following workarounds must be used for this state to proceed",
-                    );
-                }
-                msg.push_str(&format!(
-                    " (assuming the source file is a valid {format} archive):\n"
-                ));
-                for e in errors {
-                    msg.push_str(&format!("\n- {e}"));
-                }
-            }
-            return fail(ret, msg);
-        }
-    };
+    let contents = a.list(ret).await?;
     let top_dirs = strings(&contents, "top_level_dirs");
     let top_files = strings(&contents, "top_level_files");
     let top_links = strings(&contents, "top_level_links");
-    if call.arg("enforce_toplevel").is_none_or(truthy)
-        && (top_dirs.len() > 1 || !top_files.is_empty())
-    {
-        return fail(
-            ret,
-            format!(
-                "Archive does not have a single top-level directory. To allow this archive to \
-                 be extracted, set 'enforce_toplevel' to False. To avoid a '{format}-bomb' it \
-                 may also be advisable to set a top-level directory by adding it to the 'name' \
-                 value (for example, setting 'name' to {name}some_dir instead of {name})."
-            ),
-        );
+    if let Some(e) = plan::toplevel_error(
+        call.arg("enforce_toplevel").is_none_or(truthy),
+        top_dirs.len(),
+        top_files.len(),
+        &a.format,
+        &a.name,
+    ) {
+        return Err(stop(ret, e));
     }
-    let clean = flag(&call, "clean");
-    if clean && flag(&call, "clean_parent") {
-        return fail(
+    let clean = flag(call, "clean");
+    if clean && flag(call, "clean_parent") {
+        return Err(stop(
             ret,
             "Only one of 'clean' and 'clean_parent' can be set to True",
-        );
+        ));
     }
-    let mut extraction_needed = flag(&call, "overwrite");
-    let mut contents_missing = false;
-    let mut incorrect = Vec::new();
-    for (key, want) in [("dirs", 'd'), ("files", 'f'), ("links", 'l')] {
-        for path in strings(&contents, key) {
-            let full = join(&name, &path);
-            match std::fs::symlink_metadata(full.trim_end_matches('/')) {
-                Ok(m) => {
-                    let ok = match want {
-                        'd' => m.is_dir(),
-                        'l' => m.file_type().is_symlink(),
-                        _ => !m.is_dir() && !m.file_type().is_symlink(),
-                    };
-                    if !ok {
-                        incorrect.push(path);
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    extraction_needed = true;
-                    contents_missing = true;
-                }
-                Err(e) if e.raw_os_error() == Some(nix::libc::ENOTDIR) => {}
-                Err(e) => return fail(ret, e.to_string()),
-            }
-        }
-    }
-    if !incorrect.is_empty() {
-        let list: String = incorrect.iter().map(|x| format!("\n- {x}")).collect();
-        let mut comment = format!(
-            "The below paths (relative to {name}) exist, but are the incorrect type (file \
-             instead of directory, symlink instead of file, etc.)."
-        );
-        if call.test && clean {
-            ret.result = None;
-            ret.comment = format!(
-                "{comment} Since the 'clean' option is enabled, the destination paths would be \
-                 cleared and the archive would be extracted.\n\n{}",
-                list.trim_start_matches('\n')
-            );
-            return Ok(ret);
-        }
-        if !clean {
-            if !flag(&call, "force") {
-                comment.push_str(&format!(
-                    " To proceed with extraction, set 'force' to True. Note that this will \
-                     remove these paths before extracting.\n{list}"
-                ));
-                return fail(ret, comment);
-            }
-            for path in &incorrect {
-                let full = join(&name, path);
-                if let Err(e) = rm_rf(Path::new(full.trim_end_matches('/'))) {
-                    return fail(
-                        ret,
-                        format!(
-                            "One or more paths existed by were the incorrect type (i.e. file \
-                             instead of directory or vice-versa), but could not be removed. The \
-                             following errors were observed:\n\n- {e}"
-                        ),
-                    );
-                }
-                push(&mut ret.changes, "removed", json!(full));
-                extraction_needed = true;
-            }
-        }
-    }
-    let mut created_destdir = false;
-    let mut files: Vec<String> = Vec::new();
-    if extraction_needed {
-        if source_is_local
-            && let Some(s) = &sum
-            && !skip_verify
-        {
-            let data = std::fs::read(&cached).map_err(|e| StateError(e.to_string()))?;
-            if hash_bytes(&data, &s.hash_type).as_deref() != Some(s.hsum.as_str()) {
-                return fail(
-                    ret,
-                    format!(
-                        "{source_match} does not match the desired source_hash {}",
-                        s.hsum
-                    ),
-                );
-            }
-        }
+    let mut done = plan::Done {
+        extraction_needed: flag(call, "overwrite"),
+        ..plan::Done::default()
+    };
+    a.check_destination(ret, &contents, clean, &mut done)?;
+    if done.extraction_needed {
+        a.verify_local_sum(ret)?;
         if call.test {
             ret.result = None;
-            ret.comment = format!("Archive {source_match} would be extracted to {name}");
-            if clean {
-                ret.comment.push_str(", after cleaning destination path(s)");
-            }
-            explain(&mut ret.comment, contents_missing);
-            return Ok(ret);
+            ret.comment =
+                plan::would_extract(&a.source_match, &a.name, clean, done.contents_missing);
+            return Ok(());
         }
-        if flag(&call, "clean_parent") {
+        let clean_paths: Vec<&String> = if clean {
+            top_dirs.iter().chain(&top_files).collect()
+        } else {
+            Vec::new()
+        };
+        a.extract(ret, &clean_paths, &mut done).await?;
+    }
+    if a.uid.is_some() || a.gid.is_some() {
+        let others: Vec<String> = top_files.iter().chain(&top_links).cloned().collect();
+        a.enforce_ownership(ret, &top_dirs, &others, &mut done);
+    }
+    done.ownership_updated = ret.changes.contains_key("updated ownership");
+    let (result, comment, changes) = plan::report(
+        &done,
+        &a.source_match,
+        &a.name,
+        &a.trim_output,
+        a.if_missing.is_some(),
+        call.test,
+    );
+    for (k, v) in changes {
+        ret.changes.insert(k.into(), v);
+    }
+    ret.result = result;
+    ret.comment = comment;
+    Ok(())
+}
+
+impl<'a> Archive<'a> {
+    /// Checks the arguments as Salt does, in its order; `None` when `if_missing` exists.
+    fn read(call: &'a StateCall, ret: &mut Ret) -> Result<Option<Self>, Stop> {
+        if flag(call, "skip_files_list_verify") && flag(call, "skip_verify") {
+            return Err(stop(
+                ret,
+                "Only one of \"skip_files_list_verify\" and \"skip_verify\" can be set to True",
+            ));
+        }
+        let if_missing = arg_str(call, "if_missing");
+        let enforce_on = arg_str(call, "enforce_ownership_on");
+        plan::check_paths(
+            &call.name,
+            &|p| Path::new(p).is_file(),
+            if_missing.as_deref(),
+            enforce_on.as_deref(),
+        )
+        .map_err(|e| stop(ret, e))?;
+        if let Some(p) = &if_missing
+            && Path::new(p).exists()
+        {
+            ret.result = Some(true);
+            ret.comment = format!("Path {p} exists");
+            return Ok(None);
+        }
+        let (user, group) = (arg_str(call, "user"), arg_str(call, "group"));
+        let (uid, gid) = owner_ids(user.as_deref(), group.as_deref()).map_err(|e| stop(ret, e))?;
+        if call.arg("signature").is_some() || call.arg("source_hash_sig").is_some() {
+            return Err(stop(
+                ret,
+                "Cannot verify signatures because the gpg module was not loaded",
+            ));
+        }
+        let source = match call.arg("source") {
+            Some(Value::Array(items)) => items.first().map(python::str).unwrap_or_default(),
+            Some(v) => python::str(v),
+            None => String::new(),
+        };
+        if let Some(msg) = remote_source_error(&source) {
+            return Err(stop(ret, msg));
+        }
+        let source_is_local = !source.starts_with("salt://");
+        let mut source_match = source.clone();
+        if source_is_local {
+            let p = source.strip_prefix("file://").unwrap_or(&source);
+            source_match =
+                std::fs::canonicalize(p).map_or_else(|_| p.to_owned(), |c| c.display().to_string());
+            if !Path::new(&source_match).is_file() {
+                return Err(stop(
+                    ret,
+                    format!("Source file '{source_match}' does not exist"),
+                ));
+            }
+        }
+        let base = source.split('?').next().unwrap_or(&source);
+        let format = plan::archive_format(
+            arg_str(call, "archive_format").as_deref(),
+            ar::guess_archive_type(base),
+        )
+        .map_err(|e| stop(ret, e))?;
+        let options = arg_str(call, "options").filter(|o| !o.is_empty());
+        plan::check_format(
+            &format,
+            options.is_some(),
+            call.arg("use_cmd_unzip").is_some_and(truthy),
+            flag(call, "password"),
+        )
+        .map_err(|e| stop(ret, e))?;
+        let trim_output = plan::trim_output(call.arg("trim_output")).map_err(|e| stop(ret, e))?;
+        Ok(Some(Self {
+            call,
+            name: format!("{}/", call.name.trim_end_matches('/')),
+            if_missing,
+            enforce_on,
+            user,
+            group,
+            uid,
+            gid,
+            cached: PathBuf::from(&source_match),
+            source,
+            source_is_local,
+            source_match,
+            format,
+            options,
+            trim_output,
+            sum: None,
+        }))
+    }
+
+    /// The destination without its trailing `/`.
+    fn trimmed(&self) -> &str {
+        self.name.trim_end_matches('/')
+    }
+
+    /// Reads `source_hash`, caches a `salt://` source and checks its sum; `false` when the
+    /// state ends here (test mode with a remote source).
+    async fn fetch(&mut self, ret: &mut Ret) -> Result<bool, Stop> {
+        let call = self.call;
+        if let Some(h) = arg_str(call, "source_hash").filter(|h| !h.is_empty()) {
+            self.sum = Some(
+                source_sum(call, &self.source_match, &h)
+                    .await
+                    .map_err(|e| stop(ret, e))?,
+            );
+        }
+        if !self.source_is_local {
+            if call.test {
+                ret.result = None;
+                ret.comment = format!(
+                    "Archive {} would be cached (if necessary) and checked to discover \
+                     if extraction is needed",
+                    self.source_match
+                );
+                return Ok(false);
+            }
+            let source = &self.source;
+            self.cached = match cache_salt(call, source).await {
+                Ok(Some(p)) => p,
+                Ok(None) => {
+                    return Err(stop(
+                        ret,
+                        format!(
+                            "Source file {source} not found in saltenv '{}'",
+                            call.saltenv
+                        ),
+                    ));
+                }
+                Err(e) => return Err(stop(ret, format!("Failed to cache {source}: {e}"))),
+            };
+            if let Some(s) = &self.sum
+                && !flag(call, "skip_verify")
+            {
+                let data = std::fs::read(&self.cached).map_err(|e| StateError(e.to_string()))?;
+                let real = hash_bytes(&data, &s.hash_type).unwrap_or_default();
+                if real != s.hsum {
+                    return Err(stop(
+                        ret,
+                        format!(
+                            "File sum set for file {source} of {} does not match real sum of {real}",
+                            s.hsum
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// The archive's contents (`archive.list` with `verbose=True`), after refusing an
+    /// encrypted zip.
+    async fn list(&self, ret: &mut Ret) -> Result<Map<String, Value>, Stop> {
+        if self.format == "zip" {
+            let path = self.cached.clone();
+            let encrypted = tokio::task::spawn_blocking(move || {
+                let f = std::fs::File::open(path).ok()?;
+                let mut z = zip::ZipArchive::new(f).ok()?;
+                Some((0..z.len()).any(|i| z.by_index_raw(i).is_ok_and(|e| e.encrypted())))
+            })
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or(false);
+            if encrypted {
+                return Err(stop(
+                    ret,
+                    format!(
+                        "Archive {} is password-protected, but no password was specified. \
+                         Please set the 'password' argument.",
+                        self.source_match
+                    ),
+                ));
+            }
+        }
+        let strip_n = self
+            .options
+            .as_deref()
+            .filter(|_| self.format == "tar")
+            .and_then(strip_components);
+        let listed = {
+            let path = self.cached.clone();
+            let shown = self.source_match.clone();
+            let fmt = self.format.clone();
+            tokio::task::spawn_blocking(move || ar::list(&path, &shown, &fmt))
+                .await
+                .map_err(|e| StateError(e.to_string()))?
+        };
+        match listed {
+            Ok(l) => Ok(ar::verbose(&strip_n.map_or(l.clone(), |n| strip(l, n)))),
+            // Salt's `CommandExecutionError` carries where the archive was.
+            Err(msg) => Err(stop(
+                ret,
+                plan::list_failure(
+                    &msg,
+                    &self.cached.display().to_string(),
+                    &self.format,
+                    self.if_missing.is_some(),
+                    self.enforce_on.is_some(),
+                    self.user.is_some() || self.group.is_some(),
+                ),
+            )),
+        }
+    }
+
+    /// Compares the archive's paths with the destination; removes paths of the wrong type
+    /// when `force` asks.
+    fn check_destination(
+        &self,
+        ret: &mut Ret,
+        contents: &Map<String, Value>,
+        clean: bool,
+        done: &mut plan::Done,
+    ) -> Result<(), Stop> {
+        let wanted: Vec<(String, char)> = [("dirs", 'd'), ("files", 'f'), ("links", 'l')]
+            .into_iter()
+            .flat_map(|(key, kind)| strings(contents, key).into_iter().map(move |p| (p, kind)))
+            .collect();
+        let presence =
+            plan::presence(&wanted, &|p| found(&join(&self.name, p))).map_err(|e| stop(ret, e))?;
+        done.extraction_needed |= presence.missing;
+        done.contents_missing = presence.missing;
+        let force = flag(self.call, "force");
+        match plan::plan_incorrect(
+            &presence.incorrect,
+            &self.name,
+            self.call.test,
+            clean,
+            force,
+        ) {
+            plan::Incorrect::Proceed => {}
+            plan::Incorrect::WouldClean(comment) => {
+                ret.result = None;
+                ret.comment = comment;
+                return Err(Stop::Ret(Box::new(ret.clone())));
+            }
+            plan::Incorrect::Refuse(comment) => return Err(stop(ret, comment)),
+            plan::Incorrect::Remove => {
+                for path in &presence.incorrect {
+                    let full = join(&self.name, path);
+                    if let Err(e) = rm_rf(Path::new(full.trim_end_matches('/'))) {
+                        return Err(stop(
+                            ret,
+                            format!(
+                                "One or more paths existed by were the incorrect type (i.e. file \
+                                 instead of directory or vice-versa), but could not be removed. \
+                                 The following errors were observed:\n\n- {e}"
+                            ),
+                        ));
+                    }
+                    push(&mut ret.changes, "removed", json!(full));
+                    done.extraction_needed = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A local archive's sum is checked only once extraction is needed.
+    fn verify_local_sum(&self, ret: &Ret) -> Result<(), Stop> {
+        if let Some(s) = &self.sum
+            && self.source_is_local
+            && !flag(self.call, "skip_verify")
+        {
+            let data = std::fs::read(&self.cached).map_err(|e| StateError(e.to_string()))?;
+            if hash_bytes(&data, &s.hash_type).as_deref() != Some(s.hsum.as_str()) {
+                return Err(stop(
+                    ret,
+                    format!(
+                        "{} does not match the desired source_hash {}",
+                        self.source_match, s.hsum
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Cleans as asked, creates the destination and extracts into it.
+    async fn extract(
+        &self,
+        ret: &mut Ret,
+        clean_paths: &[&String],
+        done: &mut plan::Done,
+    ) -> Result<(), Stop> {
+        let (name, trimmed) = (&self.name, self.trimmed());
+        if flag(self.call, "clean_parent") {
             if let Err(e) = rm_rf(Path::new(trimmed)) {
-                return fail(
+                return Err(stop(
                     ret,
                     format!(
                         "Unable to remove the directory {name}. The following errors were \
                          observed:\n\n- {e}"
                     ),
-                );
+                ));
             }
             ret.changes.insert(
                 "removed".into(),
@@ -580,106 +584,116 @@ async fn extracted(call: StateCall) -> Result<Ret, StateError> {
                 )),
             );
         }
-        if clean {
-            for path in top_dirs.iter().chain(&top_files) {
-                let full = join(&name, path);
-                if let Err(e) = rm_rf(Path::new(full.trim_end_matches('/'))) {
-                    return fail(
-                        ret,
-                        format!(
-                            "One or more paths could not be cleaned. The following errors were \
-                             observed:\n\n- {e}"
-                        ),
-                    );
-                }
-                push(&mut ret.changes, "removed", json!(full));
+        for path in clean_paths {
+            let full = join(name, path);
+            if let Err(e) = rm_rf(Path::new(full.trim_end_matches('/'))) {
+                return Err(stop(
+                    ret,
+                    format!(
+                        "One or more paths could not be cleaned. The following errors were \
+                         observed:\n\n- {e}"
+                    ),
+                ));
             }
+            push(&mut ret.changes, "removed", json!(full));
         }
         if !Path::new(trimmed).is_dir() {
             std::fs::create_dir_all(trimmed)
                 .map_err(|e| StateError(format!("failed to create {trimmed}: {e}")))?;
-            if uid.is_some() {
-                let _ = std::os::unix::fs::lchown(trimmed, uid, None);
+            if self.uid.is_some() {
+                let _ = std::os::unix::fs::lchown(trimmed, self.uid, None);
             }
-            created_destdir = true;
+            done.created_destdir = true;
         }
-        let (path, dest) = (cached.clone(), PathBuf::from(trimmed));
-        let perms = call.arg("extract_perms").is_none_or(truthy);
-        let extracted: Result<Vec<String>, String> = if format == "zip" {
-            let trim = trim_output.clone();
-            tokio::task::spawn_blocking(move || {
+        match self.unpack(ret).await? {
+            Ok(f) => done.files = f,
+            Err(e) => {
+                if done.created_destdir {
+                    let _ = std::fs::remove_dir(trimmed);
+                }
+                return Err(stop(ret, e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Unpacks the archive: zip natively, tar natively or with the `tar` command when
+    /// `options` are given. The files extracted, or the failure's comment.
+    async fn unpack(&self, ret: &mut Ret) -> Result<Result<Vec<String>, String>, Stop> {
+        let (path, dest) = (self.cached.clone(), PathBuf::from(self.trimmed()));
+        let trim = self.trim_output.clone();
+        if self.format == "zip" {
+            let perms = self.call.arg("extract_perms").is_none_or(truthy);
+            return Ok(tokio::task::spawn_blocking(move || {
                 ar::extract_zip(&path, &dest, perms).map(|f| ar::trim_files(f, &trim))
             })
             .await
             .map_err(|e| StateError(e.to_string()))?
-            .map_err(|e| format!("Exception encountered unpacking zipfile: {e}"))
-        } else if let Some(opts) = &options {
-            match tar_command(&call, &cached, trimmed, opts, &trim_output).await {
-                Ok(Ok(f)) => Ok(f),
+            .map_err(|e| format!("Exception encountered unpacking zipfile: {e}")));
+        }
+        if let Some(opts) = &self.options {
+            return match tar_command(self.call, &self.cached, self.trimmed(), opts, &trim).await {
+                Ok(Ok(f)) => Ok(Ok(f)),
                 Ok(Err(results)) => {
                     ret.result = Some(false);
                     ret.changes = results;
-                    return Ok(ret);
+                    Err(Stop::Ret(Box::new(ret.clone())))
                 }
-                Err(e) => Err(e),
-            }
-        } else {
-            let trim = trim_output.clone();
-            tokio::task::spawn_blocking(move || {
-                ar::extract_tar(&path, &dest).map(|mut f| {
-                    if let Some(n) = trim.as_u64() {
-                        f.truncate(n as usize);
-                    }
-                    f
-                })
-            })
-            .await
-            .map_err(|e| StateError(e.to_string()))?
-            .map_err(|_| {
-                "Failed to read from tar archive using Python's native tar file support. If \
-                 archive is compressed using something other than gzip or bzip2, the 'options' \
-                 argument may be required to pass the correct options to the tar command in \
-                 order to extract the archive."
-                    .to_owned()
-            })
-        };
-        match extracted {
-            Ok(f) => files = f,
-            Err(e) => {
-                if created_destdir {
-                    let _ = std::fs::remove_dir(trimmed);
-                }
-                return fail(ret, e);
-            }
+                Err(e) => Ok(Err(e)),
+            };
         }
+        Ok(tokio::task::spawn_blocking(move || {
+            ar::extract_tar(&path, &dest).map(|mut f| {
+                if let Some(n) = trim.as_u64() {
+                    f.truncate(n as usize);
+                }
+                f
+            })
+        })
+        .await
+        .map_err(|e| StateError(e.to_string()))?
+        .map_err(|_| {
+            "Failed to read from tar archive using Python's native tar file support. If \
+             archive is compressed using something other than gzip or bzip2, the 'options' \
+             argument may be required to pass the correct options to the tar command in \
+             order to extract the archive."
+                .to_owned()
+        }))
     }
-    let mut enforce_missing = Vec::new();
-    let mut enforce_failed = Vec::new();
-    if uid.is_some() || gid.is_some() {
-        let (dirs, plain): (Vec<String>, Vec<String>) = match &enforce_on {
-            Some(p) if Path::new(p).is_dir() => (vec![p.clone()], Vec::new()),
-            Some(p) => (Vec::new(), vec![p.clone()]),
-            None => (
-                top_dirs.iter().map(|d| join(&name, d)).collect(),
-                top_files
-                    .iter()
-                    .chain(&top_links)
-                    .map(|f| join(&name, f))
-                    .collect(),
-            ),
-        };
+
+    /// Enforces `user`/`group` on the directories (recursively) and other paths that
+    /// [`plan::ownership_targets`] names.
+    fn enforce_ownership(
+        &self,
+        ret: &mut Ret,
+        top_dirs: &[String],
+        top_others: &[String],
+        done: &mut plan::Done,
+    ) {
+        let on_is_dir = self
+            .enforce_on
+            .as_deref()
+            .is_some_and(|p| Path::new(p).is_dir());
+        let (dirs, plain) = plan::ownership_targets(
+            self.enforce_on.as_deref(),
+            on_is_dir,
+            &self.name,
+            top_dirs,
+            top_others,
+        );
+        let (uid, gid, test) = (self.uid, self.gid, self.call.test);
         for dir in dirs {
             let p = Path::new(dir.trim_end_matches('/'));
             if !p.is_dir() {
-                if !call.test {
-                    enforce_missing.push(dir);
+                if !test {
+                    done.enforce_missing.push(dir);
                 }
-            } else if call.test {
+            } else if test {
                 // Salt asks `file.directory` in test mode, whose `None` result it then
                 // counts as a failure: the directory is listed as one it could not change.
                 if owner_differs(p, uid, gid) {
                     ret.changes.insert("updated ownership".into(), json!(true));
-                    enforce_failed.push(dir);
+                    done.enforce_failed.push(dir);
                 }
             } else {
                 match chown_tree(p, uid, gid, true) {
@@ -687,7 +701,7 @@ async fn extracted(call: StateCall) -> Result<Ret, StateError> {
                         ret.changes.insert("updated ownership".into(), json!(true));
                     }
                     Ok(false) => {}
-                    Err(_) => enforce_failed.push(dir),
+                    Err(_) => done.enforce_failed.push(dir),
                 }
             }
         }
@@ -695,76 +709,59 @@ async fn extracted(call: StateCall) -> Result<Ret, StateError> {
             let p = Path::new(&file);
             match std::fs::symlink_metadata(p) {
                 Err(e) => {
-                    if !call.test {
+                    if !test {
                         if e.kind() == std::io::ErrorKind::NotFound {
-                            enforce_missing.push(file.clone());
+                            done.enforce_missing.push(file.clone());
                         }
-                        enforce_failed.push(file);
+                        done.enforce_failed.push(file);
                     }
                 }
                 Ok(m) => {
                     if uid.is_some_and(|u| u != m.uid()) || gid.is_some_and(|g| g != m.gid()) {
-                        if call.test || std::os::unix::fs::lchown(p, uid, gid).is_ok() {
+                        if test || std::os::unix::fs::lchown(p, uid, gid).is_ok() {
                             ret.changes.insert("updated ownership".into(), json!(true));
                         } else {
-                            enforce_failed.push(file);
+                            done.enforce_failed.push(file);
                         }
                     }
                 }
             }
         }
     }
-    if extraction_needed {
-        if files.is_empty() {
-            ret.result = Some(false);
-            ret.comment = format!("No files were extracted from {source_match}");
-        } else {
-            if created_destdir {
-                ret.changes
-                    .insert("directories_created".into(), json!([name.clone()]));
-            }
-            ret.changes.insert("extracted_files".into(), json!(files));
-            ret.comment = format!("{source_match} extracted to {name}");
-            explain(&mut ret.comment, contents_missing);
-            // Salt appends this whether or not the output was trimmed.
-            ret.comment.push_str(&format!(
-                ". Output was trimmed to {} number of lines",
-                python::str(&trim_output)
-            ));
-            ret.result = Some(true);
-        }
-    } else {
-        ret.result = Some(true);
-        ret.comment = "All files in archive are already present".into();
-        if call.test && ret.changes.contains_key("updated ownership") {
-            ret.result = None;
-            ret.comment
-                .push_str(". Ownership would be updated on one or more files/directories.");
-        }
+}
+
+/// The uid and gid of `user` and `group`; `Err` names the one that does not exist.
+fn owner_ids(
+    user: Option<&str>,
+    group: Option<&str>,
+) -> Result<(Option<u32>, Option<u32>), String> {
+    let uid = match user {
+        Some(u) => match nix::unistd::User::from_name(u).ok().flatten() {
+            Some(u) => Some(u.uid.as_raw()),
+            None => return Err(format!("User {u} does not exist")),
+        },
+        None => None,
+    };
+    let gid = match group {
+        Some(g) => match nix::unistd::Group::from_name(g).ok().flatten() {
+            Some(g) => Some(g.gid.as_raw()),
+            None => return Err(format!("Group {g} does not exist")),
+        },
+        None => None,
+    };
+    Ok((uid, gid))
+}
+
+/// What the destination holds at `full` (not following a final symlink).
+fn found(full: &str) -> plan::Found {
+    match std::fs::symlink_metadata(full.trim_end_matches('/')) {
+        Ok(m) if m.is_dir() => plan::Found::Dir,
+        Ok(m) if m.file_type().is_symlink() => plan::Found::Link,
+        Ok(_) => plan::Found::File,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => plan::Found::Missing,
+        Err(e) if e.raw_os_error() == Some(nix::libc::ENOTDIR) => plan::Found::NotDir,
+        Err(e) => plan::Found::Error(e.to_string()),
     }
-    if !enforce_missing.is_empty() {
-        if if_missing.is_none() {
-            ret.result = Some(false);
-        }
-        ret.comment.push_str(
-            "\n\nWhile trying to enforce user/group ownership, the following paths were \
-             missing:\n",
-        );
-        for item in &enforce_missing {
-            ret.comment.push_str(&format!("\n- {item}"));
-        }
-    }
-    if !enforce_failed.is_empty() {
-        ret.result = Some(false);
-        ret.comment.push_str(
-            "\n\nWhile trying to enforce user/group ownership, Salt was unable to change \
-             ownership on the following paths:\n",
-        );
-        for item in &enforce_failed {
-            ret.comment.push_str(&format!("\n- {item}"));
-        }
-    }
-    Ok(ret)
 }
 
 fn push(changes: &mut Map<String, Value>, key: &str, v: Value) {
