@@ -785,6 +785,38 @@ async fn cloned(call: StateCall) -> Result<Ret, StateError> {
     Ok(ret)
 }
 
+/// A plan for unit tests: `rev: HEAD` at the remote HEAD `aaaaaaa1111` of `origin`, into
+/// `/srv/repo`; tests change the fields they are about.
+#[cfg(test)]
+fn test_plan() -> Plan<'static> {
+    Plan {
+        name: "file:///r.git",
+        target: "/srv/repo",
+        rev: "HEAD",
+        branch: None,
+        remote: "origin",
+        force_reset: ForceReset::No,
+        update_head: true,
+        force_checkout: false,
+        force_fetch: false,
+        submodules: false,
+        sync_tags: true,
+        bare: false,
+        mirror: false,
+        depth: None,
+        refspecs: Vec::new(),
+        desired: Desired::None,
+        desired_fetch_url: "file:///r.git".into(),
+        redacted_fetch_url: "file:///r.git".into(),
+        remote_rev: Some("aaaaaaa1111"),
+        remote_rev_type: Some("sha1"),
+        remote_loc: Some("remote HEAD (aaaaaaa)"),
+        default_branch: Some("main"),
+        has_remote_head: true,
+        test: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

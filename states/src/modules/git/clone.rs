@@ -280,3 +280,89 @@ async fn settle(
     }
     Ok(Ok(()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_plan;
+    use super::*;
+
+    #[test]
+    fn a_directory_at_the_target_is_dealt_with_as_salts() {
+        let plan = test_plan();
+        assert_eq!(existing(&plan, None, true), Existing::Clone);
+        assert_eq!(existing(&plan, Some(false), false), Existing::Clone);
+        assert_eq!(existing(&plan, Some(true), true), Existing::Force);
+        assert_eq!(existing(&plan, Some(false), true), Existing::Force);
+        let Existing::Refuse(msg) = existing(&plan, Some(true), false) else {
+            panic!("a non-empty directory is refused");
+        };
+        assert!(msg.starts_with("Target '/srv/repo' exists, is non-empty"));
+        let plan = Plan {
+            test: true,
+            ..test_plan()
+        };
+        assert_eq!(
+            existing(&plan, Some(true), true),
+            Existing::WouldForce(
+                "Target directory /srv/repo exists. Since force_clone=True, the contents of \
+                 /srv/repo would be deleted, and file:///r.git would be cloned into this \
+                 directory."
+                    .into()
+            )
+        );
+        // Test mode without force_clone refuses as a real run does.
+        assert!(matches!(
+            existing(&plan, Some(true), false),
+            Existing::Refuse(_)
+        ));
+    }
+
+    #[test]
+    fn clone_options_and_comments() {
+        let plan = test_plan();
+        assert!(clone_opts(&plan).is_empty());
+        assert_eq!(cloned_comment(&plan), "file:///r.git cloned to /srv/repo");
+        let plan = Plan {
+            remote: "upstream",
+            rev: "main",
+            depth: Some(json!(1)),
+            ..test_plan()
+        };
+        assert_eq!(
+            clone_opts(&plan),
+            ["--origin", "upstream", "--depth", "1", "--branch", "main"]
+        );
+        let plan = Plan {
+            mirror: true,
+            bare: true,
+            ..test_plan()
+        };
+        assert_eq!(clone_opts(&plan), ["--mirror"]);
+        assert_eq!(
+            cloned_comment(&plan),
+            "file:///r.git cloned to /srv/repo as mirror"
+        );
+        let plan = Plan {
+            bare: true,
+            ..test_plan()
+        };
+        assert_eq!(clone_opts(&plan), ["--bare"]);
+        assert_eq!(
+            cloned_comment(&plan),
+            "file:///r.git cloned to /srv/repo as bare repository"
+        );
+    }
+
+    #[test]
+    fn an_empty_remote_is_refused_only_for_a_rev() {
+        assert_eq!(empty_remote(&test_plan()), None);
+        let plan = Plan {
+            rev: "main",
+            ..test_plan()
+        };
+        assert_eq!(
+            empty_remote(&plan).as_deref(),
+            Some("Repository was cloned but is empty, so origin/main cannot be checked out")
+        );
+    }
+}

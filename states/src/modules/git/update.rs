@@ -1027,3 +1027,436 @@ async fn fetch_bare(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_plan;
+    use super::*;
+
+    const OLD: &str = "0000000aaaa";
+    const NEW: &str = "aaaaaaa1111";
+
+    /// A clean clone on `main` (tracking `origin/main`), one commit behind the remote HEAD
+    /// and able to fast-forward.
+    fn behind() -> Facts {
+        Facts {
+            branches: vec!["main".into()],
+            tags: ["v1.0".to_owned()].into(),
+            local_rev: Some(OLD.into()),
+            local_branch: Some("main".into()),
+            base_rev: Some(OLD.into()),
+            base_branch: Some("main".into()),
+            revs_match: false,
+            local_changes: false,
+            has_remote_rev: false,
+            fast_forward: None,
+            merge_action: "updated",
+            upstream: Some("origin/main".into()),
+            fetch_url: Some("file:///r.git".into()),
+        }
+    }
+
+    fn ret() -> Ret {
+        Ret::new("file:///r.git")
+    }
+
+    #[test]
+    fn starting_points() {
+        let plan = test_plan();
+        let f = behind();
+        assert_eq!(empty_remote(&plan, f.local_rev.as_deref()), None);
+        let empty = Plan {
+            remote_rev: None,
+            ..test_plan()
+        };
+        assert!(empty_remote(&empty, Some(OLD)).is_some());
+        assert_eq!(empty_remote(&empty, None), None);
+        let bare = Plan {
+            bare: true,
+            ..empty
+        };
+        assert_eq!(empty_remote(&bare, Some(OLD)), None);
+
+        let main = |f: &Facts| Some(f.local_rev.clone().unwrap_or_default());
+        assert_eq!(base(&plan, &f), (main(&f), Some("main".into()), None));
+        // An existing branch to check out: its position must be read.
+        let to_dev = Plan {
+            branch: Some("dev"),
+            ..test_plan()
+        };
+        let mut with_dev = behind();
+        with_dev.branches.push("dev".into());
+        assert_eq!(
+            base(&to_dev, &with_dev),
+            (main(&f), Some("dev".into()), Some("dev".into()))
+        );
+        // A new branch starts at the remote rev.
+        assert_eq!(
+            base(&to_dev, &f),
+            (Some(NEW.into()), Some("main".into()), None)
+        );
+    }
+
+    #[test]
+    fn uncommitted_changes_at_the_remote_rev() {
+        let f = Facts {
+            local_changes: true,
+            revs_match: true,
+            ..behind()
+        };
+        assert_eq!(
+            dirty_at_remote_rev(&ret(), &test_plan(), &behind(), &[]),
+            None
+        );
+        let kept = dirty_at_remote_rev(&ret(), &test_plan(), &f, &[]).unwrap();
+        assert_eq!(
+            kept.comment,
+            "Repository /srv/repo is up-to-date, but with uncommitted changes. Set \
+             'force_reset' to True to purge uncommitted changes."
+        );
+        assert_eq!(kept.result, Some(true));
+        let remote_changes = Plan {
+            force_reset: ForceReset::RemoteChanges,
+            ..test_plan()
+        };
+        assert!(dirty_at_remote_rev(&ret(), &remote_changes, &f, &[]).is_some());
+        let force = Plan {
+            force_reset: ForceReset::Yes,
+            ..test_plan()
+        };
+        assert_eq!(dirty_at_remote_rev(&ret(), &force, &f, &[]), None);
+        let force_test = Plan {
+            test: true,
+            ..force
+        };
+        let would = dirty_at_remote_rev(&ret(), &force_test, &f, &[]).unwrap();
+        assert_eq!(would.result, None);
+        assert_eq!(would.changes["forced update"], json!(true));
+        assert!(
+            would
+                .comment
+                .starts_with("/srv/repo is up-to-date, but with uncommitted")
+        );
+    }
+
+    #[test]
+    fn what_is_known_before_fetching() {
+        let plan = test_plan();
+        assert!(!sha1_in_base(&plan, Some(OLD)));
+        assert!(sha1_in_base(&plan, Some("aaaaaaa11112222")));
+        let branch = Plan {
+            remote_rev_type: Some("branch"),
+            ..test_plan()
+        };
+        assert!(!sha1_in_base(&branch, Some(NEW)));
+        assert_eq!(
+            tag_moved(
+                &Plan {
+                    rev: "v1.0",
+                    ..test_plan()
+                },
+                Some(OLD)
+            ),
+            "'v1.0' is a tag, but the remote SHA1 for this tag (aaaaaaa) doesn't match the \
+             local SHA1 (0000000). Set 'force_reset' to True to force this update."
+        );
+        assert_eq!(head_kept(&plan, &behind()), None);
+        let keep = Plan {
+            update_head: false,
+            ..test_plan()
+        };
+        assert_eq!(
+            head_kept(&keep, &behind()).as_deref(),
+            Some(
+                "Remote head (aaaaaaa) is already present and local HEAD (0000000) does not \
+                 match, but update_head=False. HEAD has not been updated locally."
+            )
+        );
+        // A branch change updates HEAD whatever update_head says.
+        let keep_dev = Plan {
+            branch: Some("dev"),
+            ..keep
+        };
+        assert_eq!(head_kept(&keep_dev, &behind()), None);
+    }
+
+    #[test]
+    fn merge_actions() {
+        use ForceReset::*;
+        for (ff, force, want) in [
+            (Some(false), No, None),
+            (Some(false), Yes, Some("hard-reset")),
+            (Some(false), RemoteChanges, Some("hard-reset")),
+            (Some(true), No, Some("fast-forwarded")),
+            (None, No, Some("updated")),
+        ] {
+            assert_eq!(merge_action(ff, force), want, "{ff:?} {force:?}");
+        }
+    }
+
+    #[test]
+    fn a_changed_remote_url() {
+        let plan = Plan {
+            desired_fetch_url: "file:///new.git".into(),
+            redacted_fetch_url: "file:///new.git".into(),
+            ..test_plan()
+        };
+        assert!(url_differs(&plan, &behind()));
+        assert!(!url_differs(&test_plan(), &behind()));
+        let f = Facts {
+            fast_forward: Some(true),
+            merge_action: "fast-forwarded",
+            ..behind()
+        };
+        let would = test_url_change(ret(), &plan, &f, &[]);
+        assert_eq!(would.result, None);
+        assert_eq!(
+            would.comment,
+            "Remote 'origin' would be changed from file:///r.git to file:///new.git. Remote \
+             would be fetched. Repository would be fast-forwarded to aaaaaaa."
+        );
+        assert_eq!(would.changes["revision"], json!({"old": OLD, "new": NEW}));
+        let missing = Facts {
+            fetch_url: None,
+            ..behind()
+        };
+        assert_eq!(
+            test_url_change(ret(), &plan, &missing, &[]).result,
+            Some(false)
+        );
+        let at_rev = Facts {
+            revs_match: true,
+            has_remote_rev: true,
+            ..behind()
+        };
+        assert_eq!(
+            test_url_change(ret(), &plan, &at_rev, &[]).comment,
+            "Repository /srv/repo is up-to-date\n\nChanges that would be made: Remote \
+             'origin' would be changed from file:///r.git to file:///new.git"
+        );
+        assert_eq!(
+            url_set(&plan, Some("file:///r.git")),
+            (
+                "Remote 'origin' changed from file:///r.git to file:///new.git".into(),
+                None
+            )
+        );
+        assert_eq!(
+            url_set(&plan, None),
+            (
+                "Remote 'origin' set to file:///new.git".into(),
+                Some(json!("file:///r.git => origin"))
+            )
+        );
+    }
+
+    #[test]
+    fn test_mode_answers() {
+        let plan = test_plan();
+        let ff = Facts {
+            fast_forward: Some(true),
+            has_remote_rev: true,
+            upstream: None,
+            ..behind()
+        };
+        let would = test_answer(ret(), &plan, &ff, NEW);
+        assert_eq!(would.result, None);
+        assert_eq!(
+            would.comment,
+            "Repository would be fast-forwarded from 0000000 to aaaaaaa"
+        );
+        // Not fetched yet, and a forced reset.
+        let reset = Plan {
+            force_reset: ForceReset::Yes,
+            ..test_plan()
+        };
+        let f = Facts {
+            has_remote_rev: true,
+            fast_forward: Some(false),
+            ..behind()
+        };
+        assert_eq!(
+            test_answer(ret(), &reset, &f, NEW).comment,
+            "Repository would be hard-reset from 0000000 to aaaaaaa"
+        );
+        // A reset is only named so when the remote rev is here already.
+        assert_eq!(
+            test_answer(ret(), &reset, &behind(), NEW).comment,
+            "Remote 'origin' would be fetched. Repository would be updated from 0000000 to \
+             aaaaaaa."
+        );
+        assert_eq!(
+            test_answer(ret(), &plan, &behind(), NEW).comment,
+            "Remote 'origin' would be fetched. Repository would be updated from 0000000 to \
+             aaaaaaa."
+        );
+        // A new branch tracking the remote one.
+        let dev = Plan {
+            rev: "dev",
+            branch: Some("dev"),
+            desired: Desired::Branch("origin/dev".into()),
+            remote_rev_type: Some("branch"),
+            remote_loc: Some("origin/dev (aaaaaaa)"),
+            ..test_plan()
+        };
+        assert_eq!(
+            test_answer(ret(), &dev, &behind(), NEW).comment,
+            "Remote 'origin' would be fetched. New branch 'dev' would be checked out, with \
+             origin/dev (aaaaaaa) as a starting point. Tracking branch would be set to \
+             origin/dev. Tracking branch would be updated to origin/dev."
+        );
+        // update_head=False: no change, a plain comment.
+        let keep = Plan {
+            update_head: false,
+            ..test_plan()
+        };
+        let kept = test_answer(ret(), &keep, &ff, NEW);
+        assert_eq!(kept.result, Some(true));
+        assert!(kept.changes.is_empty());
+        assert_eq!(
+            kept.comment,
+            "Local HEAD (0000000) does not match remote HEAD (aaaaaaa) but update_head=False, \
+             HEAD would not be updated locally"
+        );
+        // Up to date, but the tracking branch would be unset (a tag asked for).
+        let at = Facts {
+            revs_match: true,
+            has_remote_rev: true,
+            ..behind()
+        };
+        let tag = Plan {
+            desired: Desired::False,
+            ..test_plan()
+        };
+        assert_eq!(
+            test_answer(ret(), &tag, &at, NEW).comment,
+            "Repository /srv/repo is up-to-date\n\nChanges that would be made: Tracking \
+             branch would be unset"
+        );
+        let bare = test_bare(ret(), "/b.git").comment;
+        assert!(bare.starts_with(
+            "Repository /b.git is up-to-date\n\nChanges that would be made: B. a. r. e.  . r. "
+        ));
+        assert!(bare.ends_with("f. e. t. c. h. e. d."));
+    }
+
+    #[test]
+    fn tracking_and_tags() {
+        let dev = Plan {
+            desired: Desired::Branch("origin/dev".into()),
+            ..test_plan()
+        };
+        let detached = Facts {
+            local_branch: None,
+            ..behind()
+        };
+        assert!(tracking(&dev, &detached).is_err());
+        assert_eq!(
+            tracking(&dev, &behind())
+                .unwrap()
+                .map(|(a, _)| a)
+                .as_deref(),
+            Some("Tracking branch was updated to origin/dev")
+        );
+        assert_eq!(tracking(&test_plan(), &detached), Ok(None));
+
+        let names = remote_tag_names(&json!({
+            "refs/tags/v1.0": "a", "refs/tags/v1.0^{}": "b", "refs/tags/v2.0": "c"
+        }));
+        assert_eq!(names, ["v1.0".to_owned(), "v2.0".to_owned()].into());
+        let local: BTreeSet<String> = ["v0.9".to_owned(), "v1.0".to_owned()].into();
+        assert_eq!(tag_sync(&names, &names, true), None);
+        assert_eq!(
+            tag_sync(&local, &names, true),
+            Some(TagSync {
+                new: vec!["v2.0".into()],
+                delete: vec!["v0.9".into()]
+            })
+        );
+        assert_eq!(
+            tag_sync(&local, &names, false).unwrap().delete,
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn checkouts_and_fast_forwards() {
+        let plan = test_plan();
+        assert_eq!(checkout(&plan, &behind(), NEW), Ok(None));
+        let dev = Plan {
+            rev: "dev",
+            branch: Some("dev"),
+            desired: Desired::Branch("origin/dev".into()),
+            remote_loc: Some("origin/dev (aaaaaaa)"),
+            ..test_plan()
+        };
+        let new = checkout(&dev, &behind(), NEW).unwrap().unwrap();
+        assert_eq!(new.rev, "origin/dev");
+        assert_eq!(new.opts, json!(["-b", "dev"]));
+        let mut has_dev = behind();
+        has_dev.branches.push("dev".into());
+        assert_eq!(
+            checkout(&dev, &has_dev, NEW).unwrap().unwrap(),
+            Checkout {
+                rev: "dev".into(),
+                opts: json!([]),
+                comment: "'dev' was checked out".into()
+            }
+        );
+        let dirty = Facts {
+            local_changes: true,
+            ..behind()
+        };
+        assert_eq!(
+            checkout(&dev, &dirty, NEW).unwrap_err(),
+            "Local branch 'main' has uncommitted changes. Set 'force_checkout' to True to \
+             discard them and proceed."
+        );
+        let head_dev = Plan {
+            branch: Some("dev"),
+            ..test_plan()
+        };
+        assert_eq!(
+            checkout(&head_dev, &behind(), NEW).unwrap().unwrap().rev,
+            NEW
+        );
+
+        let ff = Facts {
+            fast_forward: Some(true),
+            ..behind()
+        };
+        assert_eq!(fast_forward_move(&plan, &ff, NEW), Some(Move::Merge));
+        assert_eq!(fast_forward_move(&plan, &behind(), NEW), None);
+        let there = Facts {
+            base_rev: Some(NEW.into()),
+            ..ff.clone()
+        };
+        assert_eq!(fast_forward_move(&plan, &there, NEW), None);
+        let tag = Plan {
+            rev: "v1.0",
+            desired: Desired::False,
+            remote_rev_type: Some("tag"),
+            ..test_plan()
+        };
+        assert_eq!(
+            fast_forward_move(&tag, &ff, NEW),
+            Some(Move::Reset("v1.0".into()))
+        );
+    }
+
+    #[test]
+    fn final_answers() {
+        let plan = test_plan();
+        let done = finish(ret(), &plan, Some(OLD), Some(NEW.into()), &["a".into()]);
+        assert_eq!(done.comment, "a");
+        assert_eq!(done.changes["revision"], json!({"old": OLD, "new": NEW}));
+        let failed = finish(ret(), &plan, Some(OLD), Some(OLD.into()), &[]);
+        assert_eq!(
+            (failed.result, failed.comment.as_str()),
+            (Some(false), "Failed to update repository")
+        );
+        let same = finish(ret(), &plan, Some(NEW), Some(NEW.into()), &[]);
+        assert_eq!(same.comment, "Repository /srv/repo is up-to-date");
+        assert!(same.changes.is_empty());
+    }
+}
