@@ -769,6 +769,47 @@ fn test_mode_answer(name: &str, changes: Map<String, Value>, show_changes: bool,
     }
 }
 
+/// `replace: False` on an existing file: only its owner and mode are managed.
+fn keep_existing(path: &Path, spec: &FileSpec, test: bool, ret: &mut Ret) {
+    let perms = check_perms(
+        path,
+        ret,
+        spec.user.as_ref(),
+        spec.group.as_ref(),
+        spec.mode.as_deref(),
+        spec.follow,
+        test,
+    );
+    let name = path.to_string_lossy();
+    if let Some(c) = kept_file_comment(&name, test, spec.mode.as_deref(), &perms.lmode, ret) {
+        ret.comment = c;
+    }
+}
+
+/// The source to copy from (the first of `source` that exists) and what the fileserver
+/// says of it (`get_managed`, skipped when the content is given inline).
+async fn locate_source(
+    call: &StateCall,
+    a: &ManagedArgs,
+    template: Option<&str>,
+    from_source: bool,
+) -> Result<(String, Managed), String> {
+    let source_hash = str_arg(call, "source_hash").unwrap_or_default();
+    let (source, source_hash) = match &a.source {
+        Some(s) if a.source_given => source_list(call, s, &source_hash)
+            .await
+            .map_err(|e| format!("Unable to manage file: {e}"))?,
+        _ => (String::new(), source_hash),
+    };
+    if !from_source {
+        return Ok((source, Managed::default()));
+    }
+    let skip_verify = bool_arg(call, "skip_verify", false);
+    let name = name_of(call);
+    let m = get_managed(call, &name, &source, &source_hash, template, skip_verify).await?;
+    Ok((source, m))
+}
+
 /// `file.managed`.
 pub(crate) async fn managed(call: StateCall) -> Result<Ret, StateError> {
     let name = name_of(&call);
@@ -820,47 +861,14 @@ pub(crate) async fn managed(call: StateCall) -> Result<Ret, StateError> {
         backup: str_arg(&call, "backup"),
     };
     if !a.replace && path.exists() {
-        let perms = check_perms(
-            &path,
-            &mut ret,
-            spec.user.as_ref(),
-            spec.group.as_ref(),
-            spec.mode.as_deref(),
-            spec.follow,
-            call.test,
-        );
-        if let Some(c) =
-            kept_file_comment(&name, call.test, spec.mode.as_deref(), &perms.lmode, &ret)
-        {
-            ret.comment = c;
-        }
+        keep_existing(&path, &spec, call.test, &mut ret);
         return Ok(ret);
     }
-    let source_hash = str_arg(&call, "source_hash").unwrap_or_default();
-    let (source, source_hash) = match &a.source {
-        Some(s) if a.source_given => match source_list(&call, s, &source_hash).await {
-            Ok(pair) => pair,
-            Err(e) => return Ok(error(ret, format!("Unable to manage file: {e}"))),
-        },
-        _ => (String::new(), source_hash),
-    };
-    let mut m = Managed::default();
-    if contents.is_none() {
-        let skip_verify = bool_arg(&call, "skip_verify", false);
-        match get_managed(
-            &call,
-            &name,
-            &source,
-            &source_hash,
-            template.as_deref(),
-            skip_verify,
-        )
-        .await
-        {
-            Ok(found) => m = found,
-            Err(comment) => return Ok(error(ret, comment)),
-        }
-    }
+    let (source, mut m) =
+        match locate_source(&call, &a, template.as_deref(), contents.is_none()).await {
+            Ok(found) => found,
+            Err(e) => return Ok(error(ret, e)),
+        };
     if a.keep_mode && !source.is_empty() {
         spec.mode = keep_mode_of(&call, &source).await;
     }
