@@ -189,78 +189,140 @@ fn hostname() -> String {
         .unwrap_or_else(|_| "localhost".into())
 }
 
-/// Runs the master until `shutdown` turns true.
+/// Runs the master until `shutdown` turns true: open the stores, bind the listeners, start
+/// the master (and join its cluster), start its services, serve, then shut down. Each step
+/// fails with the exit code Salt would use.
 pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(), StartError> {
     // A socket per minion: the distribution's default soft limit (often 1024) would stop a
     // fleet long before the hard limit does.
     saltq_transport::rlimit::raise_nofile_limit_logged();
-    ensure_pki(&cfg).map_err(|e| {
-        let code = io_code(&e);
-        StartError { code, error: e }
-    })?;
-    let usage = saltq_transport::config::EX_USAGE;
-    let cert_files = crate::certs::CertFiles::of(&cfg);
-    let (live, cert_watches) = crate::certs::load(&cert_files)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", cfg.file.display()))
-        .map_err(fail(usage))?;
-    let live = Arc::new(live);
-    let keys = KeyStore::open(
-        &cfg.pki_dir,
-        KeyPolicy {
-            auto_accept: cfg.auto_accept,
-            autosign_file: cfg.autosign_file.clone(),
-            accept_ca_signed: cfg.accept_ca_signed_minions,
-        },
-    )
-    .map_err(anyhow::Error::from)
-    .map_err(|e| {
-        let code = io_code(&e);
-        StartError { code, error: e }
-    })?;
-    let cache = saltq_jobcache::JobCache::open(&cfg.job_cache)
-        .await
+    let stores = Stores::open(&cfg).await?;
+    let mut bound = Bound::bind(&cfg, &stores.live).await?;
+    let live = stores.live.clone();
+    let cert_watches = stores.cert_watches;
+    let (master, cluster, leadership) =
+        start_master(cfg, stores.keys, stores.cache, stores.last_jid, &live).await?;
+    let routes = routes(&master, &live).await?;
+    announce(&master, &bound)?;
+    let services = start_services(
+        &master,
+        &leadership,
+        cluster.clone(),
+        (live, cert_watches),
+        (bound.http.take(), &bound.listeners),
+        &shutdown,
+    )?;
+    if let Some(api) = bound.netapi {
+        (api.start)(master.clone(), shutdown.clone());
+    }
+    bound
+        .listeners
+        .serve(Authorize::new(routes), shutdown)
+        .await;
+    shut_down(services, cluster.as_deref(), &master).await;
+    Ok(())
+}
+
+/// An I/O failure at start: EX_NOPERM when permission was denied, EX_CANTCREAT otherwise.
+fn io_failure(error: anyhow::Error) -> StartError {
+    StartError {
+        code: io_code(&error),
+        error,
+    }
+}
+
+/// What the master keeps on disk and reads at start.
+struct Stores {
+    /// The TLS material in use (reloaded when its files change).
+    live: Arc<crate::certs::Live>,
+    /// What the reload loop watches.
+    cert_watches: crate::certs::Watches,
+    /// Minion keys.
+    keys: KeyStore,
+    /// The job cache.
+    cache: saltq_jobcache::JobCache,
+    /// The newest jid stored, so new jids come after it.
+    last_jid: Option<saltq_semantics::jid::Jid>,
+}
+
+impl Stores {
+    /// Creates the PKI if missing, loads the certificates, opens the key store and the job
+    /// cache, in that order.
+    async fn open(cfg: &MasterConfig) -> Result<Stores, StartError> {
+        ensure_pki(cfg).map_err(io_failure)?;
+        let cert_files = crate::certs::CertFiles::of(cfg);
+        let (live, cert_watches) = crate::certs::load(&cert_files)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", cfg.file.display()))
+            .map_err(fail(saltq_transport::config::EX_USAGE))?;
+        let keys = KeyStore::open(
+            &cfg.pki_dir,
+            KeyPolicy {
+                auto_accept: cfg.auto_accept,
+                autosign_file: cfg.autosign_file.clone(),
+                accept_ca_signed: cfg.accept_ca_signed_minions,
+            },
+        )
         .map_err(anyhow::Error::from)
-        .map_err(|e| {
-            let code = io_code(&e);
-            StartError {
-                code,
-                error: e.context("cannot open the job cache"),
-            }
-        })?;
-    let last_jid = cache
-        .last_jid()
-        .await
-        .ok()
-        .flatten()
-        .and_then(|j| saltq_semantics::jid::Jid::parse(&j).ok());
-    let listeners = Listeners::bind(
-        &ListenConfig {
+        .map_err(io_failure)?;
+        let cache = saltq_jobcache::JobCache::open(&cfg.job_cache)
+            .await
+            .map_err(|e| io_failure(anyhow::Error::from(e).context("cannot open the job cache")))?;
+        let last_jid = cache
+            .last_jid()
+            .await
+            .ok()
+            .flatten()
+            .and_then(|j| saltq_semantics::jid::Jid::parse(&j).ok());
+        Ok(Stores {
+            live: Arc::new(live),
+            cert_watches,
+            keys,
+            cache,
+            last_jid,
+        })
+    }
+}
+
+/// The sockets the master listens on, bound before anything is served.
+struct Bound {
+    /// gRPC over QUIC and HTTP/2.
+    listeners: Listeners,
+    /// The HTTP probes and metrics, unless off.
+    http: Option<tokio::net::TcpListener>,
+    /// salt-api, when configured.
+    netapi: Option<SaltApi>,
+}
+
+/// salt-api, bound and checked; it serves from [`SaltApi::start`].
+struct SaltApi {
+    /// Where it listens.
+    addr: Option<std::net::SocketAddr>,
+    /// Starts serving with the master as its backend.
+    start: Box<dyn FnOnce(Arc<Master>, watch::Receiver<bool>) + Send>,
+}
+
+impl Bound {
+    /// Binds the gRPC listeners (with the kept QUIC reset and TLS ticket secrets), the HTTP
+    /// port, then salt-api; an error names the config keys.
+    async fn bind(cfg: &MasterConfig, live: &crate::certs::Live) -> Result<Bound, StartError> {
+        let usage = saltq_transport::config::EX_USAGE;
+        let listen = ListenConfig {
             quic: cfg.quic,
             h2: cfg.h2,
-            reset_key: Some(reset_key(&cfg.pki_dir).map_err(|e| {
-                let code = io_code(&e);
-                StartError { code, error: e }
-            })?),
-            ticket_key: Some(ticket_key(&cfg.pki_dir).map_err(|e| {
-                let code = io_code(&e);
-                StartError { code, error: e }
-            })?),
-        },
-        &live.server,
-        live.trust.clone(),
-        cfg.limits.clone(),
-    )
-    .await
-    .map_err(|e| {
-        let denied = matches!(&e, saltq_transport::server::BindError::Bind { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied);
-        let code = if denied { saltq_transport::config::EX_NOPERM } else { usage };
-        StartError {
-            code,
-            error: anyhow::Error::from(e).context(format!("{}: keys interface/port", cfg.file.display())),
-        }
-    })?;
-    let http =
-        match master_http_addr(&cfg) {
+            reset_key: Some(reset_key(&cfg.pki_dir).map_err(io_failure)?),
+            ticket_key: Some(ticket_key(&cfg.pki_dir).map_err(io_failure)?),
+        };
+        let listeners = Listeners::bind(&listen, &live.server, live.trust.clone(), cfg.limits.clone())
+            .await
+            .map_err(|e| {
+                let denied = matches!(&e, saltq_transport::server::BindError::Bind { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied);
+                let code = if denied { saltq_transport::config::EX_NOPERM } else { usage };
+                StartError {
+                    code,
+                    error: anyhow::Error::from(e).context(format!("{}: keys interface/port", cfg.file.display())),
+                }
+            })?;
+        let http = match master_http_addr(cfg) {
             Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.map_err(|e| {
                 StartError {
                     code: usage,
@@ -272,61 +334,80 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
             })?),
             None => None,
         };
-    let http_addr = http.as_ref().and_then(|l| l.local_addr().ok());
-    // salt-api: its port and certificate are checked here, before the master serves anything.
-    let netapi = match &cfg.netapi {
-        Some(n) => {
-            let tls = match &n.tls {
-                // The master's own certificate, as loaded and reloaded for its listeners.
-                saltq_netapi::config::Tls::Master { .. } => Some(
-                    saltq_netapi::server::tls_acceptor_resolving(Arc::new(live.server.clone())),
-                )
-                .transpose(),
-                other => saltq_netapi::server::tls_acceptor(other),
-            }
-            .map_err(|e| StartError {
-                code: usage,
-                error: anyhow::anyhow!("{}: key rest_cherrypy: {e}", cfg.file.display()),
-            })?;
-            let l = tokio::net::TcpListener::bind(n.addr)
-                .await
-                .map_err(|e| StartError {
-                    code: if e.kind() == std::io::ErrorKind::PermissionDenied {
-                        saltq_transport::config::EX_NOPERM
-                    } else {
-                        usage
-                    },
-                    error: anyhow::anyhow!(
-                        "{}: key rest_cherrypy: cannot listen on tcp {}: {e}",
-                        cfg.file.display(),
-                        n.addr
-                    ),
-                })?;
-            Some((n.clone(), l, tls))
-        }
-        None => None,
-    };
-    let netapi_addr = netapi.as_ref().and_then(|(_, l, _)| l.local_addr().ok());
-    let quic_addr = listeners.quic_addr();
-    let h2_addr = listeners.h2_addr();
-    let max = cfg.limits.max_message_size;
+        let netapi = match &cfg.netapi {
+            Some(n) => Some(bind_netapi(cfg, n, live).await?),
+            None => None,
+        };
+        Ok(Bound {
+            listeners,
+            http,
+            netapi,
+        })
+    }
+}
+
+/// salt-api: its certificate and port are checked here, before the master serves anything.
+async fn bind_netapi(
+    cfg: &MasterConfig,
+    n: &saltq_netapi::Config,
+    live: &crate::certs::Live,
+) -> Result<SaltApi, StartError> {
+    let usage = saltq_transport::config::EX_USAGE;
+    let tls = match &n.tls {
+        // The master's own certificate, as loaded and reloaded for its listeners.
+        saltq_netapi::config::Tls::Master { .. } => Some(
+            saltq_netapi::server::tls_acceptor_resolving(Arc::new(live.server.clone())),
+        )
+        .transpose(),
+        other => saltq_netapi::server::tls_acceptor(other),
+    }
+    .map_err(|e| StartError {
+        code: usage,
+        error: anyhow::anyhow!("{}: key rest_cherrypy: {e}", cfg.file.display()),
+    })?;
+    let l = tokio::net::TcpListener::bind(n.addr)
+        .await
+        .map_err(|e| StartError {
+            code: if e.kind() == std::io::ErrorKind::PermissionDenied {
+                saltq_transport::config::EX_NOPERM
+            } else {
+                usage
+            },
+            error: anyhow::anyhow!(
+                "{}: key rest_cherrypy: cannot listen on tcp {}: {e}",
+                cfg.file.display(),
+                n.addr
+            ),
+        })?;
+    let ncfg = n.clone();
+    Ok(SaltApi {
+        addr: l.local_addr().ok(),
+        start: Box::new(move |master, shutdown| {
+            tracing::info!(addr = %l.local_addr().map(|a| a.to_string()).unwrap_or_default(), tls = tls.is_some(), "salt-api (rest_cherrypy) listening");
+            let backend = Arc::new(crate::netapi::NetapiBackend::new(master));
+            tokio::spawn(saltq_netapi::serve(ncfg, backend, l, tls, shutdown));
+        }),
+    })
+}
+
+/// Starts the cluster (for a replica), builds the master on its seams (or on this process's
+/// own bus, leadership and delivery) and joins the cluster.
+async fn start_master(
+    cfg: MasterConfig,
+    keys: KeyStore,
+    cache: saltq_jobcache::JobCache,
+    last_jid: Option<saltq_semantics::jid::Jid>,
+    live: &Arc<crate::certs::Live>,
+) -> Result<
+    (
+        Arc<Master>,
+        Option<Arc<crate::cluster::Cluster>>,
+        Arc<dyn crate::duties::Leadership>,
+    ),
+    StartError,
+> {
     let cluster = match &cfg.cluster {
-        Some(c) => Some(
-            crate::cluster::Cluster::start(&cfg, c)
-                .await
-                .map(Arc::new)
-                .map_err(|e| {
-                    let key = match e {
-                        crate::cluster::ClusterError::Nats(_) => "cluster_nats",
-                        crate::cluster::ClusterError::Store(_) => "job_cache_postgres",
-                    };
-                    StartError {
-                        code: saltq_transport::config::EX_UNAVAILABLE,
-                        error: anyhow::Error::from(e)
-                            .context(format!("{}: key {key}", cfg.file.display())),
-                    }
-                })?,
-        ),
+        Some(c) => Some(start_cluster(&cfg, c).await?),
         None => None,
     };
     let bus: Arc<dyn crate::events::Bus> = match &cluster {
@@ -360,7 +441,36 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
             error: anyhow::Error::from(e).context("cannot join the cluster"),
         })?;
     }
+    Ok((master, cluster, leadership))
+}
 
+/// Connects this replica to NATS and the shared store; an error names the key of the part
+/// that failed.
+async fn start_cluster(
+    cfg: &MasterConfig,
+    c: &crate::config::ClusterConfig,
+) -> Result<Arc<crate::cluster::Cluster>, StartError> {
+    crate::cluster::Cluster::start(cfg, c)
+        .await
+        .map(Arc::new)
+        .map_err(|e| {
+            let key = match e {
+                crate::cluster::ClusterError::Nats(_) => "cluster_nats",
+                crate::cluster::ClusterError::Store(_) => "job_cache_postgres",
+            };
+            StartError {
+                code: saltq_transport::config::EX_UNAVAILABLE,
+                error: anyhow::Error::from(e).context(format!("{}: key {key}", cfg.file.display())),
+            }
+        })
+}
+
+/// The gRPC services (each with the message size cap), health and reflection.
+async fn routes(
+    master: &Arc<Master>,
+    live: &Arc<crate::certs::Live>,
+) -> Result<tonic::service::Routes, StartError> {
+    let max = master.cfg.limits.max_message_size;
     let (health, health_svc) = tonic_health::server::health_reporter();
     health
         .set_serving::<JobServiceServer<service::jobs::JobApi>>()
@@ -368,19 +478,20 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
     health
         .set_serving::<MinionServiceServer<service::minion::MinionApi>>()
         .await;
-    let reflection_v1 = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(saltq_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(saltq_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection()
         .build_v1()
         .map_err(anyhow::Error::from)
-        .map_err(fail(usage))?;
-    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(saltq_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .map_err(fail(saltq_transport::config::EX_USAGE))?;
+    let reflection_v1alpha = reflection()
         .build_v1alpha()
         .map_err(anyhow::Error::from)
-        .map_err(fail(usage))?;
-    let routes = tonic::service::Routes::new(
+        .map_err(fail(saltq_transport::config::EX_USAGE))?;
+    Ok(tonic::service::Routes::new(
         MinionServiceServer::new(service::minion::MinionApi::new(
             master.clone(),
             live.clone(),
@@ -410,8 +521,16 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
     )
     .add_service(health_svc)
     .add_service(reflection_v1)
-    .add_service(reflection_v1alpha);
+    .add_service(reflection_v1alpha))
+}
 
+/// Logs where the master listens and writes it to `cachedir/listen.json` (for tools and
+/// tests that bound port 0).
+fn announce(master: &Master, bound: &Bound) -> Result<(), StartError> {
+    let quic_addr = bound.listeners.quic_addr();
+    let h2_addr = bound.listeners.h2_addr();
+    let http_addr = bound.http.as_ref().and_then(|l| l.local_addr().ok());
+    let netapi_addr = bound.netapi.as_ref().and_then(|n| n.addr);
     let fmt =
         |a: Option<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_else(|| "off".into());
     tracing::info!(quic = %fmt(quic_addr), h2 = %fmt(h2_addr), id = %master.cfg.id, "master listening");
@@ -425,40 +544,33 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
     std::fs::create_dir_all(&master.cfg.cachedir)
         .and_then(|()| std::fs::write(&listen_file, listen.to_string()))
         .with_context(|| format!("cannot write {}", listen_file.display()))
-        .map_err(|e| {
-            let code = io_code(&e);
-            StartError { code, error: e }
-        })?;
+        .map_err(io_failure)
+}
 
-    let event_return = match &master.cfg.event_return {
-        Some(cfg) => {
-            let returners = saltq_returners::Returners::from_opts(&master.cfg.returner_opts)
-                .map_err(|e| StartError {
-                    code: usage,
-                    error: anyhow::anyhow!("{}: {e}", master.cfg.file.display()),
-                })?;
-            let (queue, handle) = saltq_returners::EventReturnQueue::new(returners, cfg.clone())
-                .map_err(|e| StartError {
-                    code: usage,
-                    error: anyhow::anyhow!("{}: key event_return: {e}", master.cfg.file.display()),
-                })?;
-            tokio::spawn(feed_event_returners(
-                master.clone(),
-                queue.clone(),
-                leadership.watch(),
-            ));
-            Some((queue, handle))
-        }
-        None => None,
-    };
+/// The background work started beside the gRPC listeners, kept for the shutdown.
+struct Services {
+    /// The single-runner duties (pruning, presence...).
+    duties: tokio::task::JoinHandle<()>,
+    /// The event-return queue and its task, drained at shutdown.
+    event_return: Option<(
+        saltq_returners::EventReturnQueue,
+        tokio::task::JoinHandle<()>,
+    )>,
+}
+
+/// Starts the event returners, the job cache mirror, the duties, the revoked-key closer, the
+/// certificate reload and the HTTP probes, in that order.
+fn start_services(
+    master: &Arc<Master>,
+    leadership: &Arc<dyn crate::duties::Leadership>,
+    cluster: Option<Arc<crate::cluster::Cluster>>,
+    (live, cert_watches): (Arc<crate::certs::Live>, crate::certs::Watches),
+    (http, listeners): (Option<tokio::net::TcpListener>, &Listeners),
+    shutdown: &watch::Receiver<bool>,
+) -> Result<Services, StartError> {
+    let event_return = start_event_returners(master, leadership)?;
     if let Some(name) = &master.cfg.master_job_cache {
-        let returners =
-            saltq_returners::Returners::from_opts(&master.cfg.returner_opts).map_err(|e| {
-                StartError {
-                    code: usage,
-                    error: anyhow::anyhow!("{}: {e}", master.cfg.file.display()),
-                }
-            })?;
+        let returners = returners(master)?;
         tokio::spawn(crate::job_cache_mirror::run(
             master.clone(),
             returners,
@@ -472,15 +584,10 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         shutdown.clone(),
     ));
     tokio::spawn(close_revoked(master.clone()));
-    tokio::spawn(crate::certs::watch(
-        live.clone(),
-        cert_watches,
-        shutdown.clone(),
-    ));
+    tokio::spawn(crate::certs::watch(live, cert_watches, shutdown.clone()));
     if let Some(l) = http {
         let m = master.clone();
         let handshakes = listeners.handshakes();
-        let cluster = cluster.clone();
         tokio::spawn(saltq_transport::http::serve(
             l,
             move |req: saltq_transport::http::Request| {
@@ -490,17 +597,61 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
             shutdown.clone(),
         ));
     }
-    if let Some((ncfg, l, tls)) = netapi {
-        tracing::info!(addr = %l.local_addr().map(|a| a.to_string()).unwrap_or_default(), tls = tls.is_some(), "salt-api (rest_cherrypy) listening");
-        let backend = Arc::new(crate::netapi::NetapiBackend::new(master.clone()));
-        tokio::spawn(saltq_netapi::serve(ncfg, backend, l, tls, shutdown.clone()));
-    }
-    listeners.serve(Authorize::new(routes), shutdown).await;
-    duties.abort();
-    if let Some(c) = &cluster {
+    Ok(Services {
+        duties,
+        event_return,
+    })
+}
+
+/// The returners named by the config's `returner.*` options; an error names the file.
+fn returners(master: &Master) -> Result<saltq_returners::Returners, StartError> {
+    saltq_returners::Returners::from_opts(&master.cfg.returner_opts).map_err(|e| StartError {
+        code: saltq_transport::config::EX_USAGE,
+        error: anyhow::anyhow!("{}: {e}", master.cfg.file.display()),
+    })
+}
+
+/// Starts the event-return queue and the task feeding it from the bus, if `event_return` is
+/// set.
+fn start_event_returners(
+    master: &Arc<Master>,
+    leadership: &Arc<dyn crate::duties::Leadership>,
+) -> Result<
+    Option<(
+        saltq_returners::EventReturnQueue,
+        tokio::task::JoinHandle<()>,
+    )>,
+    StartError,
+> {
+    let Some(cfg) = &master.cfg.event_return else {
+        return Ok(None);
+    };
+    let returners = returners(master)?;
+    let (queue, handle) =
+        saltq_returners::EventReturnQueue::new(returners, cfg.clone()).map_err(|e| StartError {
+            code: saltq_transport::config::EX_USAGE,
+            error: anyhow::anyhow!("{}: key event_return: {e}", master.cfg.file.display()),
+        })?;
+    tokio::spawn(feed_event_returners(
+        master.clone(),
+        queue.clone(),
+        leadership.watch(),
+    ));
+    Ok(Some((queue, handle)))
+}
+
+/// After the listeners stopped: ends the duties, leaves the cluster, drains the event
+/// returners and writes the facts out.
+async fn shut_down(
+    services: Services,
+    cluster: Option<&crate::cluster::Cluster>,
+    master: &Arc<Master>,
+) {
+    services.duties.abort();
+    if let Some(c) = cluster {
         c.stop().await;
     }
-    if let Some((queue, handle)) = event_return {
+    if let Some((queue, handle)) = services.event_return {
         queue.close();
         let _ = handle.await;
         let s = queue.stats();
@@ -510,7 +661,6 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
     }
     let m = master.clone();
     let _ = tokio::task::spawn_blocking(move || m.facts.flush()).await;
-    Ok(())
 }
 
 /// Ends the subscription of a minion whose key stops being accepted (deleted, rejected), at
