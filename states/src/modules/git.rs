@@ -21,6 +21,7 @@ use super::{Ret, StateCall, StateError, StateFunction, state_handler};
 
 mod args;
 mod clone;
+mod cloned;
 mod update;
 
 const LATEST_PARAMS: &[Param] = &[
@@ -74,7 +75,7 @@ pub const FUNCTIONS: &[StateFunction] = &[
         name: "git.cloned",
         params: CLONED_PARAMS,
         kwargs: false,
-        handler: state_handler!(cloned),
+        handler: state_handler!(cloned::cloned),
     },
 ];
 
@@ -415,11 +416,6 @@ impl<'a> Git<'a> {
     }
 }
 
-/// A state argument as a string, `None` when not given or `None`.
-fn opt_str(call: &StateCall, key: &str) -> Option<String> {
-    call.arg(key).map(python::str)
-}
-
 /// The tracking-branch change a run makes: its comment and `git branch` options.
 fn upstream_change(
     upstream: Option<&str>,
@@ -674,115 +670,6 @@ fn empty_dir(dir: &Path) -> Vec<(String, String)> {
         }
     }
     errors
-}
-
-async fn cloned(call: StateCall) -> Result<Ret, StateError> {
-    let name = call.name.clone();
-    let mut ret = Ret::new(&name);
-    ret.result = Some(false);
-    let Some(target) = call.arg("target").map(python::str) else {
-        ret.comment = "'target' argument is required".into();
-        return Ok(ret);
-    };
-    if !Path::new(&target).is_absolute() {
-        ret.comment = "'target' path must be absolute".into();
-        return Ok(ret);
-    }
-    let branch = opt_str(&call, "branch");
-    if branch.as_deref() == Some("") {
-        ret.comment = "Invalid 'branch' argument".into();
-        return Ok(ret);
-    }
-    let identity = call.arg("identity").cloned().unwrap_or(Value::Null);
-    let git = Git::new(&call, identity);
-    let t = || json!(target);
-    let need_clone = !Path::new(&target).exists();
-    if !need_clone && let Err(e) = git.run("status", vec![t()], &[]).await {
-        ret.comment = e.0;
-        return Ok(ret);
-    }
-    let with_branch = branch
-        .as_ref()
-        .map_or_else(String::new, |b| format!(" with branch '{b}'"));
-    if need_clone {
-        ret.changes
-            .insert("new".into(), json!(format!("{name} => {target}")));
-        if call.test {
-            return Ok(neutral_test(
-                ret,
-                format!("{name} would be cloned to {target}{with_branch}"),
-            ));
-        }
-        let opts = branch
-            .as_ref()
-            .map_or(Value::Null, |b| json!(["--branch", b]));
-        if let Err(e) = git
-            .run(
-                "clone",
-                vec![t(), json!(name)],
-                &[
-                    ("opts", opts),
-                    ("identity", git.identity.clone()),
-                    ("https_user", git.https_user.clone()),
-                    ("https_pass", git.https_pass.clone()),
-                ],
-            )
-            .await
-        {
-            ret.changes.clear();
-            return Ok(fail(ret, format!("Clone failed: {}", strip_exc(&e.0)), &[]));
-        }
-        ret.comment = format_comments(&[format!("{name} cloned to {target}{with_branch}")]);
-        ret.result = Some(true);
-        return Ok(ret);
-    }
-    let already = |mut ret: Ret, branch: Option<&str>| {
-        ret.result = Some(true);
-        ret.comment = format!(
-            "Repository already exists at {target}{}",
-            branch.map_or_else(String::new, |b| format!(
-                " and is checked out to branch '{b}'"
-            ))
-        );
-        ret
-    };
-    let Some(branch) = branch else {
-        return Ok(already(ret, None));
-    };
-    let current = git.string("current_branch", vec![t()], &[]).await?;
-    if current == branch {
-        return Ok(already(ret, Some(&branch)));
-    }
-    let change = json!({"old": current, "new": branch});
-    if call.test {
-        ret.changes.insert("branch".into(), change);
-        return Ok(neutral_test(
-            ret,
-            format!("Branch would be changed to '{branch}'"),
-        ));
-    }
-    let (checkout_rev, opts) = match git.rev_parse(&target, &branch, None).await {
-        Some(_) => (branch.clone(), Value::Null),
-        None => (format!("origin/{branch}"), json!(["-b", branch])),
-    };
-    if let Err(e) = git
-        .run(
-            "checkout",
-            vec![t()],
-            &[("rev", json!(checkout_rev)), ("opts", opts)],
-        )
-        .await
-    {
-        return Ok(fail(
-            ret,
-            format!("Failed to change branch to '{branch}': {}", e.0),
-            &[],
-        ));
-    }
-    ret.changes.insert("branch".into(), change);
-    ret.comment = format_comments(&[format!("Branch changed to '{branch}'")]);
-    ret.result = Some(true);
-    Ok(ret)
 }
 
 /// A plan for unit tests: `rev: HEAD` at the remote HEAD `aaaaaaa1111` of `origin`, into
