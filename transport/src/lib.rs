@@ -4,8 +4,8 @@
 mod admission;
 pub mod client;
 pub mod config;
-mod h3;
 pub mod guard;
+mod h3;
 pub mod http;
 pub mod http1;
 pub mod identity;

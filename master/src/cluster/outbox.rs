@@ -119,7 +119,8 @@ mod tests {
 
     fn encode(n: u32) -> Option<(String, Bytes)> {
         // Odd numbers have nothing to send.
-        n.is_multiple_of(2).then(|| ("s".to_owned(), Bytes::from(n.to_string())))
+        n.is_multiple_of(2)
+            .then(|| ("s".to_owned(), Bytes::from(n.to_string())))
     }
 
     #[tokio::test]

@@ -1044,7 +1044,6 @@ mod tests {
         assert_eq!(r.extra["__jid__"], json!("2"));
         let r = runner_outcome(
             "Wheel",
-            accumulators: Default::default(),
             "key.x",
             &json!({"return": {"Error": "no"}, "success": true}),
         );
@@ -1063,6 +1062,7 @@ mod tests {
             saltenv: "base".into(),
             sls: String::new(),
             id: "ping".into(),
+            accumulators: Default::default(),
         }
     }
 
