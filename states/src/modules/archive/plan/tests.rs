@@ -123,6 +123,9 @@ fn toplevel_and_presence() {
             incorrect: s(&["app/bin"]),
         })
     );
+    // Under a file that stands where a directory should be: neither missing nor wrong.
+    let under_file = vec![("app/".to_owned(), 'd'), ("app/bin/x".to_owned(), 'd')];
+    assert_eq!(presence(&under_file, &facts), Ok(Presence::default()));
     let broken = |_: &str| Found::Error("Permission denied (os error 13)".into());
     assert_eq!(
         presence(&wanted, &broken),
