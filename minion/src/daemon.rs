@@ -18,6 +18,7 @@ use saltq_proto::v1::{
     self as pb, minion_service_client::MinionServiceClient, subscribe_response::Kind,
 };
 use saltq_semantics::target::{MinionFacts, Nodegroups, Target, TargetType};
+use saltq_transport::client::FailureKind;
 use saltq_transport::{
     Channel, ConnectError, ConnectOptions, KEY_STATE_HEADER, connect_via, value,
 };
@@ -31,7 +32,7 @@ use crate::identity;
 use crate::jobs::{Jobs, Refresh};
 use crate::link::{Action, Input, KeyState, Link};
 use crate::reaper::Reaper;
-use crate::renewal;
+use crate::renewal::{self, Held};
 
 type Client = MinionServiceClient<Channel>;
 
@@ -133,345 +134,567 @@ pub fn start_reaper() -> Option<Arc<Reaper>> {
     }
 }
 
-/// Runs the minion with resources shared with other minions in this process.
+/// Runs the minion with resources shared with other minions in this process: set up its
+/// identity and job context, serve its health port, then drive the link until shutdown.
 pub async fn run_with(
     cfg: MinionConfig,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
     shared: Shared,
 ) -> anyhow::Result<()> {
     let cfg = Arc::new(cfg);
-    // Creating a key writes and syncs files: off the async workers, which a swarm shares
-    // between thousands of minions.
-    let (mut ident, mut trust) = {
-        let cfg = cfg.clone();
-        tokio::task::spawn_blocking(move || {
-            anyhow::Ok((
-                identity::ensure_identity(&cfg)?,
-                identity::server_trust(&cfg)?,
-            ))
-        })
-        .await??
-    };
-    let mut held = identity::held(&ident)?;
-    if !held.self_signed && held.validity.expired_at(unix_now()) {
+    let (ident, trust) = load_identity(&cfg).await?;
+    let held = identity::held(&ident)?;
+    if expired_at_start(held, unix_now()) {
         tracing::warn!(
             "the minion certificate {} expired at {}: the master will refuse it",
             cfg.pki_dir.join(identity::CERT_FILE).display(),
             saltq_transport::pki::format_time(held.validity.not_after)
         );
     }
-    let mut renewal = Renewal::Idle;
-    let mut requests = crate::subscribe::Requests::default();
-    let initial = match &shared.grains {
-        Some(g) => {
-            let mut g = g.clone();
-            if let Value::Object(m) = &mut g {
-                m.insert("id".into(), Value::String(cfg.id.clone()));
-            }
-            g
-        }
-        None => cfg.compute_grains(),
-    };
-    let grains = Arc::new(RwLock::new(initial));
-    let pillar = Arc::new(RwLock::new(Value::Object(Map::new())));
-    let (refresh_tx, mut refresh_rx) = mpsc::unbounded_channel();
-    let jobs = Arc::new(Jobs::new(refresh_tx));
-    let (chan_tx, chan_rx) = watch::channel::<Option<Channel>>(None);
-    let ctx = CallContext::new(
-        grains.clone(),
-        pillar.clone(),
-        Arc::new(cfg.opts.clone()),
-        jobs.clone(),
-    )
-    .with_modules(Arc::new(MasterFiles {
-        chan: chan_rx.clone(),
-        cfg: cfg.clone(),
-    }))
-    .with_events(Arc::new(MasterEvents {
-        chan: chan_rx.clone(),
-        cfg: cfg.clone(),
-    }))
-    .with_files(Arc::new(crate::files::MasterFiles {
-        chan: chan_rx.clone(),
-        cfg: cfg.clone(),
-    }))
-    .with_states(Arc::new(saltq_states::Engine::new()));
-    let ctx = match &shared.reaper {
-        Some(r) => ctx.with_process_watch(r.clone()),
-        None => ctx,
-    };
-    let (ret_tx, ret_rx) = mpsc::unbounded_channel();
-    tokio::spawn(outbox(ret_rx, chan_rx.clone(), cfg.clone(), jobs.clone()));
+    let requests = crate::subscribe::Requests::default();
+    let (refresh_tx, refresh_rx) = mpsc::unbounded_channel();
+    let calls = Calls::start(&cfg, &shared, refresh_tx);
     if let Some(addr) = cfg.health {
-        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-            anyhow::anyhow!(
-                "{}: key health_port: cannot listen on tcp {addr}: {e}",
-                cfg.file.display()
-            )
-        })?;
-        let subscribed = chan_rx.clone();
-        tokio::spawn(saltq_transport::http::serve(
-            listener,
-            move |req: saltq_transport::http::Request| {
-                let up = subscribed.borrow().is_some();
-                async move {
-                    match (req.path.as_str(), up) {
-                        ("/healthz", true) => (200, "text/plain", "subscribed\n".to_owned()),
-                        ("/healthz", false) => (
-                            503,
-                            "text/plain",
-                            "not subscribed to the master\n".to_owned(),
-                        ),
-                        _ => (404, "text/plain", "not found: try /healthz\n".to_owned()),
-                    }
-                }
-            },
-            shutdown.clone(),
-        ));
+        serve_health(&cfg, addr, calls.chan_tx.subscribe(), &shutdown).await?;
     }
+    let masters = masters_in_order(&cfg);
+    let driver = Driver {
+        link: Link::new(
+            Backoff::new(cfg.recon_default, cfg.recon_max, cfg.recon_randomize),
+            cfg.acceptance_wait_time,
+        )
+        .with_masters(masters.len())
+        .with_retry_dns(cfg.retry_dns)
+        .with_busy_wait(cfg.random_reauth_delay),
+        masters,
+        // The startup states run once, at the first connection (taken then).
+        startup: cfg.startup.clone(),
+        phase: Phase::Idle,
+        reuse: Arc::new(saltq_transport::client::TlsReuse::default()),
+        renewal: Renewal::Idle,
+        cert: Cert { ident, trust, held },
+        requests,
+        calls,
+        endpoint: shared.endpoint,
+        cfg,
+    };
+    driver.run(shutdown, refresh_rx).await
+}
 
-    let backoff = Backoff::new(cfg.recon_default, cfg.recon_max, cfg.recon_randomize);
+/// The minion's key and certificate (created if missing) and the master's trust. Creating a
+/// key writes and syncs files: off the async workers, which a swarm shares between thousands
+/// of minions.
+async fn load_identity(
+    cfg: &Arc<MinionConfig>,
+) -> anyhow::Result<(
+    saltq_transport::pki::CertKey,
+    saltq_transport::tls::ServerTrust,
+)> {
+    let cfg = cfg.clone();
+    tokio::task::spawn_blocking(move || {
+        anyhow::Ok((
+            identity::ensure_identity(&cfg)?,
+            identity::server_trust(&cfg)?,
+        ))
+    })
+    .await?
+}
+
+/// Whether the certificate held at start is a CA-issued one already expired at `now` (a
+/// self-signed one is the key-acceptance path: the master takes it whatever its dates).
+fn expired_at_start(held: Held, now: i64) -> bool {
+    !held.self_signed && held.validity.expired_at(now)
+}
+
+/// Whether a failed dial is the master refusing our expired CA-issued certificate, which
+/// the minion explains (no renewal came in time).
+fn refused_as_expired(kind: &FailureKind, held: Held, now: i64) -> bool {
+    *kind == FailureKind::CertificateRejected && expired_at_start(held, now)
+}
+
+/// When to ask for a certificate after a `Welcome`: never when the master issues none.
+fn renewal_on_welcome(issues_certificates: bool, held: Held, now: i64) -> Option<Duration> {
+    issues_certificates.then(|| renewal::next_request(held, now))
+}
+
+/// The masters in the order the link tries them: shuffled once at start with
+/// `random_master` (so a fleet spreads over replicas), logged with failover.
+fn masters_in_order(cfg: &MinionConfig) -> Vec<MasterAddr> {
     let mut masters = cfg.masters.clone();
     if cfg.random_master {
-        // Once per minion at start (Salt's random_master), so a fleet spreads over replicas.
         rand::seq::SliceRandom::shuffle(masters.as_mut_slice(), &mut rand::rng());
     }
     if cfg.master_type == MasterType::Failover {
         let list: Vec<String> = masters.iter().map(ToString::to_string).collect();
         tracing::info!("master_type failover: masters in order {}", list.join(", "));
     }
-    // The startup states run once, at the first connection (taken then).
-    let mut startup = cfg.startup.clone();
-    let mut link = Link::new(backoff, cfg.acceptance_wait_time)
-        .with_masters(masters.len())
-        .with_retry_dns(cfg.retry_dns)
-        .with_busy_wait(cfg.random_reauth_delay);
-    let mut phase = Phase::Idle;
-    let reuse = Arc::new(saltq_transport::client::TlsReuse::default());
-    let mut decided = Some(link.start());
-    loop {
-        // Carry out what the link decided, if it was asked.
-        if let Some(action) = decided.take() {
-            tracing::trace!(state = ?link.state(), ?action, "link");
-            match action {
-                Action::Dial => {
-                    tracing::debug!(master = %masters[link.master()], "dialing the master");
-                    let opts =
-                        connect_options(&cfg, &masters[link.master()], &ident, &trust, &reuse);
-                    let endpoint = shared.endpoint.clone();
-                    phase = Phase::Dialing(Box::pin(async move {
-                        connect_via(&opts, endpoint.as_ref()).await
-                    }));
+    masters
+}
+
+/// The health port's answer to `path`, `up` when subscribed to a master.
+fn health_reply(path: &str, up: bool) -> (u16, &'static str, String) {
+    match (path, up) {
+        ("/healthz", true) => (200, "text/plain", "subscribed\n".to_owned()),
+        ("/healthz", false) => (
+            503,
+            "text/plain",
+            "not subscribed to the master\n".to_owned(),
+        ),
+        _ => (404, "text/plain", "not found: try /healthz\n".to_owned()),
+    }
+}
+
+/// Serves `/healthz` on `health_port`: 200 while subscribed, 503 otherwise.
+async fn serve_health(
+    cfg: &MinionConfig,
+    addr: std::net::SocketAddr,
+    subscribed: watch::Receiver<Option<Channel>>,
+    shutdown: &watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        anyhow::anyhow!(
+            "{}: key health_port: cannot listen on tcp {addr}: {e}",
+            cfg.file.display()
+        )
+    })?;
+    tokio::spawn(saltq_transport::http::serve(
+        listener,
+        move |req: saltq_transport::http::Request| {
+            let up = subscribed.borrow().is_some();
+            async move { health_reply(&req.path, up) }
+        },
+        shutdown.clone(),
+    ));
+    Ok(())
+}
+
+/// What jobs run with: the grains, the pillar, the running jobs, the connection they talk
+/// to the master on, and the outbox their returns go to.
+struct Calls {
+    /// The pillar the master sends at each `Welcome`.
+    pillar: Arc<RwLock<Value>>,
+    /// Running jobs (for `saltutil.*` and `find_job`).
+    jobs: Arc<Jobs>,
+    /// The subscribed connection, for the outbox and the execution modules; `None` when
+    /// not subscribed.
+    chan_tx: watch::Sender<Option<Channel>>,
+    /// The execution context every job starts from.
+    ctx: CallContext,
+    /// The outbox.
+    ret_tx: mpsc::UnboundedSender<Outgoing>,
+}
+
+impl Calls {
+    /// Computes the grains (or takes the swarm's), builds the job context and starts the
+    /// outbox.
+    fn start(
+        cfg: &Arc<MinionConfig>,
+        shared: &Shared,
+        refresh_tx: mpsc::UnboundedSender<Refresh>,
+    ) -> Calls {
+        let initial = match &shared.grains {
+            Some(g) => {
+                let mut g = g.clone();
+                if let Value::Object(m) = &mut g {
+                    m.insert("id".into(), Value::String(cfg.id.clone()));
                 }
-                Action::DialAfter(delay) => {
-                    tracing::debug!(?delay, "dialing the master after");
-                    phase = Phase::Waiting(Box::pin(tokio::time::sleep(delay)));
-                }
-                Action::Subscribe => {
-                    if let Phase::Connected(ch) = std::mem::replace(&mut phase, Phase::Idle) {
-                        let request = requests.request(&ctx.grains);
-                        let (c, max) = (ch.clone(), cfg.limits.max_message_size);
-                        let answer = Box::pin(crate::subscribe::subscribe(c, max, request));
-                        phase = Phase::Subscribing(ch, answer);
-                    }
-                }
-                Action::Serve => {
-                    if let Phase::Serving(sub) = &phase {
-                        tracing::info!(
-                            "connected to master {} over {} (subscribed)",
-                            masters[link.master()],
-                            cfg.transport.as_str()
-                        );
-                        let _ = chan_tx.send(Some(sub.ch.clone()));
-                    }
-                }
-                Action::Stop => break,
+                g
             }
+            None => cfg.compute_grains(),
+        };
+        let grains = Arc::new(RwLock::new(initial));
+        let pillar = Arc::new(RwLock::new(Value::Object(Map::new())));
+        let jobs = Arc::new(Jobs::new(refresh_tx));
+        let (chan_tx, chan_rx) = watch::channel::<Option<Channel>>(None);
+        let ctx = CallContext::new(
+            grains,
+            pillar.clone(),
+            Arc::new(cfg.opts.clone()),
+            jobs.clone(),
+        )
+        .with_modules(Arc::new(MasterFiles {
+            chan: chan_rx.clone(),
+            cfg: cfg.clone(),
+        }))
+        .with_events(Arc::new(MasterEvents {
+            chan: chan_rx.clone(),
+            cfg: cfg.clone(),
+        }))
+        .with_files(Arc::new(crate::files::MasterFiles {
+            chan: chan_rx.clone(),
+            cfg: cfg.clone(),
+        }))
+        .with_states(Arc::new(saltq_states::Engine::new()));
+        let ctx = match &shared.reaper {
+            Some(r) => ctx.with_process_watch(r.clone()),
+            None => ctx,
+        };
+        let (ret_tx, ret_rx) = mpsc::unbounded_channel();
+        tokio::spawn(outbox(ret_rx, chan_rx, cfg.clone(), jobs.clone()));
+        Calls {
+            pillar,
+            jobs,
+            chan_tx,
+            ctx,
+            ret_tx,
         }
-        // Wait for what happens next.
-        let serving = matches!(phase, Phase::Serving(_));
-        let event = tokio::select! {
+    }
+
+    /// Starts a job from the master (or the startup states).
+    fn start_job(&self, cfg: &Arc<MinionConfig>, load: pb::JobLoad) {
+        start_job(cfg, &self.ctx, &self.jobs, load, &self.ret_tx);
+    }
+}
+
+/// The certificate this minion presents and the trust it dials with.
+struct Cert {
+    /// Key and certificate chain (replaced by a renewal, used from the next dial).
+    ident: saltq_transport::pki::CertKey,
+    /// The master's CA, pinned on first use.
+    trust: saltq_transport::tls::ServerTrust,
+    /// What renewal needs to know of `ident`.
+    held: Held,
+}
+
+/// The minion's main loop and what its handlers change: one method per [`Event`].
+struct Driver {
+    cfg: Arc<MinionConfig>,
+    /// The shared UDP socket of a swarm, if any.
+    endpoint: Option<saltq_transport::QuicEndpoint>,
+    /// The masters, in the order the link tries them.
+    masters: Vec<MasterAddr>,
+    /// The pure state machine deciding what to do next.
+    link: Link,
+    /// The I/O under way for the link's state.
+    phase: Phase,
+    /// TLS session tickets kept from one dial to the next.
+    reuse: Arc<saltq_transport::client::TlsReuse>,
+    /// Certificate renewal under way.
+    renewal: Renewal,
+    /// Our certificate and the master's trust.
+    cert: Cert,
+    /// The subscription request, with grains encoded once.
+    requests: crate::subscribe::Requests,
+    /// The startup states, until the first `Welcome` takes them.
+    startup: Option<crate::config::StartupRun>,
+    /// Jobs and what they run with.
+    calls: Calls,
+}
+
+impl Driver {
+    /// The loop: carry out what the link decided, wait for the next event, handle it; then
+    /// the one way out.
+    async fn run(
+        mut self,
+        mut shutdown: watch::Receiver<bool>,
+        mut refresh_rx: mpsc::UnboundedReceiver<Refresh>,
+    ) -> anyhow::Result<()> {
+        let mut decided = Some(self.link.start());
+        loop {
+            if let Some(action) = decided.take() {
+                tracing::trace!(state = ?self.link.state(), ?action, "link");
+                if matches!(action, Action::Stop) {
+                    break;
+                }
+                self.carry_out(action);
+            }
+            let event = self.next_event(&mut shutdown, &mut refresh_rx).await;
+            decided = self.handle(event).await;
+        }
+        self.stop().await;
+        Ok(())
+    }
+
+    /// Waits for what happens next: shutdown first, then the I/O under way; refreshes and
+    /// renewals wait for a subscription (they talk to the master).
+    async fn next_event(
+        &mut self,
+        shutdown: &mut watch::Receiver<bool>,
+        refresh_rx: &mut mpsc::UnboundedReceiver<Refresh>,
+    ) -> Event {
+        let serving = matches!(self.phase, Phase::Serving(_));
+        tokio::select! {
             biased;
             _ = shutdown.wait_for(|s| *s) => Event::Shutdown,
-            e = phase.next() => e,
-            // Refreshes wait for a subscription: they talk to the master.
+            e = self.phase.next() => e,
             Some(r) = refresh_rx.recv(), if serving => Event::Refresh(r),
-            // So do certificate renewals.
-            e = renewal.next(), if serving => e,
-        };
-        let unit = rand::random::<f64>();
-        // The master this event is about: the link may move on to another.
-        let master = &masters[link.master()];
-        decided = match event {
-            Event::Shutdown => Some(link.on(Input::Shutdown, unit)),
-            Event::Waited => Some(link.waited()),
-            Event::Dialed(Ok(ch)) => {
-                if let Err(e) = identity::pin_if_first_use(&cfg, &mut trust) {
-                    tracing::error!("cannot pin the master's CA: {e:#}");
-                }
-                phase = Phase::Connected(ch);
-                Some(link.on(Input::Connected, unit))
+            e = self.renewal.next(), if serving => e,
+        }
+    }
+
+    /// Carries out what the link decided (all but `Stop`, which ends the loop).
+    fn carry_out(&mut self, action: Action) {
+        match action {
+            Action::Dial => self.dial(),
+            Action::DialAfter(delay) => {
+                tracing::debug!(?delay, "dialing the master after");
+                self.phase = Phase::Waiting(Box::pin(tokio::time::sleep(delay)));
             }
-            Event::Dialed(Err(e)) => {
-                tracing::warn!("{e}");
-                if e.kind == saltq_transport::client::FailureKind::CertificateRejected
-                    && !held.self_signed
-                    && held.validity.expired_at(unix_now())
-                {
-                    let path = cfg.pki_dir.join(identity::CERT_FILE);
-                    tracing::error!(
-                        "the master refused our certificate {}: it expired at {} and was not renewed in time; install a new certificate there, or remove it to connect with a self-signed one (subject to key acceptance)",
-                        path.display(),
-                        saltq_transport::pki::format_time(held.validity.not_after)
+            Action::Subscribe => {
+                if let Phase::Connected(ch) = std::mem::replace(&mut self.phase, Phase::Idle) {
+                    let request = self.requests.request(&self.calls.ctx.grains);
+                    let (c, max) = (ch.clone(), self.cfg.limits.max_message_size);
+                    let answer = Box::pin(crate::subscribe::subscribe(c, max, request));
+                    self.phase = Phase::Subscribing(ch, answer);
+                }
+            }
+            Action::Serve => {
+                if let Phase::Serving(sub) = &self.phase {
+                    tracing::info!(
+                        "connected to master {} over {} (subscribed)",
+                        self.masters[self.link.master()],
+                        self.cfg.transport.as_str()
                     );
+                    let _ = self.calls.chan_tx.send(Some(sub.ch.clone()));
                 }
-                let action = link.on(Input::ConnectFailed(e.kind), unit);
-                moving_on(&masters, master, &link, action, "unreachable");
-                Some(action)
             }
-            Event::Answered(Ok(stream)) => {
-                if let Phase::Subscribing(ch, _) = std::mem::replace(&mut phase, Phase::Idle) {
-                    let c = client(ch.clone(), &cfg);
-                    phase = Phase::Serving(Box::new(Subscription {
-                        ch,
-                        client: c,
-                        stream,
-                    }));
-                }
-                Some(link.on(Input::Subscribed, unit))
-            }
-            Event::Answered(Err(status)) => {
-                let input = refusal(&status);
-                match input {
-                    Input::KeyRefused(_) => tracing::warn!(
-                        "{}; retrying in {:?}",
-                        status.message(),
-                        cfg.acceptance_wait_time
-                    ),
-                    _ => tracing::warn!(
-                        "cannot subscribe at {}: {} ({})",
-                        master,
-                        status.message(),
-                        phase
-                            .channel()
-                            .map_or_else(
-                                || saltq_transport::client::classify(&status),
-                                |ch| ch.classify_status(&status)
-                            )
-                            .describe()
-                    ),
-                }
-                let key = matches!(input, Input::KeyRefused(_));
-                let action = link.on(input, unit);
-                if !key {
-                    moving_on(&masters, master, &link, action, "refused the subscription");
-                }
-                Some(action)
-            }
+            Action::Stop => {}
+        }
+    }
+
+    /// Dials the master the link picked.
+    fn dial(&mut self) {
+        let master = &self.masters[self.link.master()];
+        tracing::debug!(%master, "dialing the master");
+        let opts = connect_options(
+            &self.cfg,
+            master,
+            &self.cert.ident,
+            &self.cert.trust,
+            &self.reuse,
+        );
+        let endpoint = self.endpoint.clone();
+        self.phase = Phase::Dialing(Box::pin(async move {
+            connect_via(&opts, endpoint.as_ref()).await
+        }));
+    }
+
+    /// Hands `event` to its handler; returns what the link decided, if it was asked.
+    async fn handle(&mut self, event: Event) -> Option<Action> {
+        let unit = rand::random::<f64>();
+        match event {
+            Event::Shutdown => Some(self.link.on(Input::Shutdown, unit)),
+            Event::Waited => Some(self.link.waited()),
+            Event::Dialed(Ok(ch)) => Some(self.handle_connected(ch, unit)),
+            Event::Dialed(Err(e)) => Some(self.handle_dial_failed(e, unit)),
+            Event::Answered(Ok(stream)) => Some(self.handle_subscribed(stream, unit)),
+            Event::Answered(Err(status)) => Some(self.handle_refused(status, unit)),
             Event::Message(Some(msg)) => {
-                match msg.kind {
-                    Some(Kind::Welcome(w)) => {
-                        let p = Value::Object(value::opt_struct(w.pillar.as_ref()));
-                        *pillar.write().unwrap_or_else(|e| e.into_inner()) = p;
-                        renewal = if w.issues_certificates {
-                            Renewal::after(renewal::next_request(held, unix_now()))
-                        } else {
-                            Renewal::Idle
-                        };
-                        // Salt's `_state_run`: once, at the first connection after start,
-                        // with the pillar the master just sent.
-                        if let Some(run) = startup.take() {
-                            tracing::info!(fun = run.fun, "running the startup states");
-                            start_job(&cfg, &ctx, &jobs, startup_load(&cfg, run), &ret_tx);
-                        }
-                    }
-                    Some(Kind::Job(load)) => start_job(&cfg, &ctx, &jobs, load, &ret_tx),
-                    // `control` is deprecated: no master sends it.
-                    _ => {}
-                }
+                self.handle_message(*msg);
                 None
             }
-            Event::Message(None) => {
-                let _ = chan_tx.send(None);
-                tracing::warn!("lost the master at {master}");
-                let action = link.on(Input::StreamEnded, unit);
-                moving_on(&masters, master, &link, action, "lost");
-                Some(action)
-            }
+            Event::Message(None) => Some(self.handle_lost(unit)),
             Event::Refresh(r) => {
-                if let Phase::Serving(sub) = &mut phase {
-                    refresh(&cfg, &mut sub.client, &ctx, r).await;
-                }
+                self.handle_refresh(r).await;
                 None
             }
             Event::RenewDue => {
-                if let Phase::Serving(sub) = &phase {
-                    let mut c = sub.client.clone();
-                    renewal = Renewal::Asking(Box::pin(async move {
-                        c.renew_certificate(pb::RenewCertificateRequest {})
-                            .await
-                            .map(tonic::Response::into_inner)
-                    }));
-                }
-                None
-            }
-            Event::Renewed(Err(s)) if s.code() == Code::FailedPrecondition => {
-                // The master will not issue us one and said why; its next Welcome says again.
-                tracing::warn!("the master issues us no certificate: {}", s.message());
-                renewal = Renewal::Idle;
+                self.handle_renew_due();
                 None
             }
             Event::Renewed(answer) => {
-                let installed = match answer {
-                    Ok(resp) => {
-                        let for_disk = cfg.clone();
-                        tokio::task::spawn_blocking(move || {
-                            identity::install_certificate(&for_disk, &resp.certificate_chain_pem)
-                        })
-                        .await
-                        .map_err(anyhow::Error::from)
-                        .and_then(|r| r)
-                        .and_then(|new| Ok((identity::held(&new)?, new)))
-                        .map_err(|e| format!("{e:#}"))
-                    }
-                    Err(s) => Err(s.message().to_owned()),
-                };
-                match installed {
-                    Ok((new_held, new)) => {
-                        tracing::info!(
-                            "renewed the minion certificate {} (serial {}), valid until {}: used from the next connection",
-                            cfg.pki_dir.join(identity::CERT_FILE).display(),
-                            saltq_transport::pki::serial_hex(&new.chain[0]).unwrap_or_default(),
-                            saltq_transport::pki::format_time(new_held.validity.not_after)
-                        );
-                        ident = new;
-                        held = new_held;
-                        renewal = Renewal::after(renewal::next_request(held, unix_now()));
-                    }
-                    Err(e) => {
-                        let wait = renewal::retry_after(held, unix_now());
-                        tracing::warn!(
-                            "certificate renewal failed: {e}; retrying in {wait:?} (the certificate is valid until {})",
-                            saltq_transport::pki::format_time(held.validity.not_after)
-                        );
-                        renewal = Renewal::after(wait);
-                    }
-                }
+                self.handle_renewed(answer).await;
                 None
             }
+        }
+    }
+
+    /// A dial succeeded: pin the master's CA on first use, then ask the link.
+    fn handle_connected(&mut self, ch: Channel, unit: f64) -> Action {
+        if let Err(e) = identity::pin_if_first_use(&self.cfg, &mut self.cert.trust) {
+            tracing::error!("cannot pin the master's CA: {e:#}");
+        }
+        self.phase = Phase::Connected(ch);
+        self.link.on(Input::Connected, unit)
+    }
+
+    /// A dial failed: say why (and what to do about an expired certificate), move on.
+    fn handle_dial_failed(&mut self, e: ConnectError, unit: f64) -> Action {
+        tracing::warn!("{e}");
+        let held = self.cert.held;
+        if refused_as_expired(&e.kind, held, unix_now()) {
+            let path = self.cfg.pki_dir.join(identity::CERT_FILE);
+            tracing::error!(
+                "the master refused our certificate {}: it expired at {} and was not renewed in time; install a new certificate there, or remove it to connect with a self-signed one (subject to key acceptance)",
+                path.display(),
+                saltq_transport::pki::format_time(held.validity.not_after)
+            );
+        }
+        let from = self.link.master();
+        let action = self.link.on(Input::ConnectFailed(e.kind), unit);
+        self.moving_on(from, action, "unreachable");
+        action
+    }
+
+    /// The master took the subscription: serve its stream.
+    fn handle_subscribed(&mut self, stream: Streaming<pb::SubscribeResponse>, unit: f64) -> Action {
+        if let Phase::Subscribing(ch, _) = std::mem::replace(&mut self.phase, Phase::Idle) {
+            let client = client(ch.clone(), &self.cfg);
+            self.phase = Phase::Serving(Box::new(Subscription { ch, client, stream }));
+        }
+        self.link.on(Input::Subscribed, unit)
+    }
+
+    /// The master refused the subscription: wait for key acceptance, or move on.
+    fn handle_refused(&mut self, status: Status, unit: f64) -> Action {
+        let from = self.link.master();
+        let input = refusal(&status);
+        let key = matches!(input, Input::KeyRefused(_));
+        if key {
+            tracing::warn!(
+                "{}; retrying in {:?}",
+                status.message(),
+                self.cfg.acceptance_wait_time
+            );
+        } else {
+            tracing::warn!(
+                "cannot subscribe at {}: {} ({})",
+                self.masters[from],
+                status.message(),
+                self.phase
+                    .channel()
+                    .map_or_else(
+                        || saltq_transport::client::classify(&status),
+                        |ch| ch.classify_status(&status)
+                    )
+                    .describe()
+            );
+        }
+        let action = self.link.on(input, unit);
+        if !key {
+            self.moving_on(from, action, "refused the subscription");
+        }
+        action
+    }
+
+    /// A message on the subscription: a `Welcome` (pillar, renewal, startup states) or a job.
+    fn handle_message(&mut self, msg: pb::SubscribeResponse) {
+        match msg.kind {
+            Some(Kind::Welcome(w)) => {
+                let p = Value::Object(value::opt_struct(w.pillar.as_ref()));
+                *self.calls.pillar.write().unwrap_or_else(|e| e.into_inner()) = p;
+                self.renewal =
+                    match renewal_on_welcome(w.issues_certificates, self.cert.held, unix_now()) {
+                        Some(wait) => Renewal::after(wait),
+                        None => Renewal::Idle,
+                    };
+                // Salt's `_state_run`: once, at the first connection after start, with the
+                // pillar the master just sent.
+                if let Some(run) = self.startup.take() {
+                    tracing::info!(fun = run.fun, "running the startup states");
+                    self.calls
+                        .start_job(&self.cfg, startup_load(&self.cfg, run));
+                }
+            }
+            Some(Kind::Job(load)) => self.calls.start_job(&self.cfg, load),
+            // `control` is deprecated: no master sends it.
+            _ => {}
+        }
+    }
+
+    /// The subscription ended: jobs' returns wait for the next master.
+    fn handle_lost(&mut self, unit: f64) -> Action {
+        let _ = self.calls.chan_tx.send(None);
+        let from = self.link.master();
+        tracing::warn!("lost the master at {}", self.masters[from]);
+        let action = self.link.on(Input::StreamEnded, unit);
+        self.moving_on(from, action, "lost");
+        action
+    }
+
+    /// An execution function asked for fresh grains or pillar.
+    async fn handle_refresh(&mut self, r: Refresh) {
+        if let Phase::Serving(sub) = &mut self.phase {
+            refresh(&self.cfg, &mut sub.client, &self.calls.ctx, r).await;
+        }
+    }
+
+    /// Time to ask the master for a certificate, on the subscription's connection.
+    fn handle_renew_due(&mut self) {
+        if let Phase::Serving(sub) = &self.phase {
+            let mut c = sub.client.clone();
+            self.renewal = Renewal::Asking(Box::pin(async move {
+                c.renew_certificate(pb::RenewCertificateRequest {})
+                    .await
+                    .map(tonic::Response::into_inner)
+            }));
+        }
+    }
+
+    /// The master answered the certificate request: install the new one (used from the next
+    /// connection) or try again later.
+    async fn handle_renewed(&mut self, answer: Result<pb::RenewCertificateResponse, Status>) {
+        let resp = match answer {
+            Err(s) if s.code() == Code::FailedPrecondition => {
+                // The master will not issue us one and said why; its next Welcome says again.
+                tracing::warn!("the master issues us no certificate: {}", s.message());
+                self.renewal = Renewal::Idle;
+                return;
+            }
+            Err(s) => Err(s.message().to_owned()),
+            Ok(resp) => Ok(resp),
         };
+        let installed = match resp {
+            Ok(resp) => install(&self.cfg, resp).await,
+            Err(e) => Err(e),
+        };
+        match installed {
+            Ok((new_held, new)) => {
+                tracing::info!(
+                    "renewed the minion certificate {} (serial {}), valid until {}: used from the next connection",
+                    self.cfg.pki_dir.join(identity::CERT_FILE).display(),
+                    saltq_transport::pki::serial_hex(&new.chain[0]).unwrap_or_default(),
+                    saltq_transport::pki::format_time(new_held.validity.not_after)
+                );
+                self.cert.ident = new;
+                self.cert.held = new_held;
+                self.renewal = Renewal::after(renewal::next_request(new_held, unix_now()));
+            }
+            Err(e) => {
+                let held = self.cert.held;
+                let wait = renewal::retry_after(held, unix_now());
+                tracing::warn!(
+                    "certificate renewal failed: {e}; retrying in {wait:?} (the certificate is valid until {})",
+                    saltq_transport::pki::format_time(held.validity.not_after)
+                );
+                self.renewal = Renewal::after(wait);
+            }
+        }
     }
-    // The one way out: whatever the state (subscribed, connecting, backing off, waiting for
-    // the key to be accepted), running jobs end with the minion.
-    let killed = jobs.kill_all();
-    if killed > 0 {
-        tracing::warn!("stopping: ended {killed} running jobs");
+
+    /// Says where the link goes after the master at `from` failed.
+    fn moving_on(&self, from: usize, action: Action, what: &str) {
+        moving_on(&self.masters, &self.masters[from], &self.link, action, what);
     }
-    let _ = chan_tx.send(None);
-    if let Some(ch) = phase.channel() {
-        ch.close().await;
+
+    /// The one way out: whatever the state (subscribed, connecting, backing off, waiting for
+    /// the key to be accepted), running jobs end with the minion.
+    async fn stop(self) {
+        let killed = self.calls.jobs.kill_all();
+        if killed > 0 {
+            tracing::warn!("stopping: ended {killed} running jobs");
+        }
+        let _ = self.calls.chan_tx.send(None);
+        if let Some(ch) = self.phase.channel() {
+            ch.close().await;
+        }
     }
-    Ok(())
+}
+
+/// Writes a certificate the master issued (off the async workers) and reads it back.
+async fn install(
+    cfg: &Arc<MinionConfig>,
+    resp: pb::RenewCertificateResponse,
+) -> Result<(Held, saltq_transport::pki::CertKey), String> {
+    let for_disk = cfg.clone();
+    tokio::task::spawn_blocking(move || {
+        identity::install_certificate(&for_disk, &resp.certificate_chain_pem)
+    })
+    .await
+    .map_err(anyhow::Error::from)
+    .and_then(|r| r)
+    .and_then(|new| Ok((identity::held(&new)?, new)))
+    .map_err(|e| format!("{e:#}"))
 }
 
 /// What the main loop reacts to.
@@ -1167,6 +1390,81 @@ mod tests {
         let (done, t) = play(&mut b, &[0.0], vec![Attempt::Closed]).await;
         assert_eq!(done, Attempt::Closed);
         assert_eq!(t, vec![0]);
+    }
+
+    fn held(self_signed: bool, not_after: i64) -> Held {
+        Held {
+            self_signed,
+            validity: saltq_transport::pki::Validity {
+                not_before: 0,
+                not_after,
+            },
+        }
+    }
+
+    #[test]
+    fn only_an_expired_ca_issued_certificate_is_reported_expired() {
+        // (self-signed, not_after, now) -> expired at start
+        for (self_signed, not_after, now, expected) in [
+            (false, 100, 101, true),
+            (false, 100, 100, false),
+            (false, 100, 50, false),
+            (true, 100, 101, false),
+            (true, 100, 50, false),
+        ] {
+            let h = held(self_signed, not_after);
+            assert_eq!(expired_at_start(h, now), expected, "{h:?} at {now}");
+            assert_eq!(
+                refused_as_expired(&FailureKind::CertificateRejected, h, now),
+                expected,
+                "{h:?} at {now}"
+            );
+            // Any other failure is not about our certificate.
+            for kind in [
+                FailureKind::Refused,
+                FailureKind::TimedOut,
+                FailureKind::ServerNotTrusted,
+                FailureKind::Busy,
+            ] {
+                assert!(!refused_as_expired(&kind, h, now), "{kind:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_welcome_schedules_a_renewal_only_when_the_master_issues_certificates() {
+        let ca_issued = held(false, 3000);
+        assert_eq!(renewal_on_welcome(false, ca_issued, 0), None);
+        assert_eq!(renewal_on_welcome(false, held(true, 3000), 0), None);
+        // A self-signed certificate is swapped for an issued one at once.
+        assert_eq!(
+            renewal_on_welcome(true, held(true, 3000), 0),
+            Some(Duration::ZERO)
+        );
+        // An issued one two thirds into its life, as renewal.rs decides.
+        assert_eq!(
+            renewal_on_welcome(true, ca_issued, 1000),
+            Some(renewal::next_request(ca_issued, 1000))
+        );
+        assert_eq!(
+            renewal_on_welcome(true, ca_issued, 1000),
+            Some(Duration::from_secs(1000))
+        );
+    }
+
+    #[test]
+    fn the_health_port_says_whether_the_minion_is_subscribed() {
+        let check = |path: &str, up: bool, code: u16, body: &str| {
+            assert_eq!(
+                health_reply(path, up),
+                (code, "text/plain", body.to_owned()),
+                "{path} {up}"
+            );
+        };
+        check("/healthz", true, 200, "subscribed\n");
+        check("/healthz", false, 503, "not subscribed to the master\n");
+        check("/readyz", true, 404, "not found: try /healthz\n");
+        check("/", false, 404, "not found: try /healthz\n");
     }
 
     #[test]
