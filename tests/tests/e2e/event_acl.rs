@@ -11,9 +11,7 @@ use saltq_proto::v1::{
     minion_service_client::MinionServiceClient, runner_service_client::RunnerServiceClient,
 };
 use saltq_tests::{Master, eventually, watched_until};
-use saltq_transport::pki::{CertKey, load_certs};
-use saltq_transport::tls::ServerTrust;
-use saltq_transport::{Channel, ConnectOptions, Limits, TransportKind, connect, value};
+use saltq_transport::{Channel, TransportKind, value};
 use serde_json::{Value, json};
 use tonic::Code;
 
@@ -21,17 +19,7 @@ use crate::saltapi::Api;
 
 /// Connects over QUIC as the holder of `cert`/`key`, trusting the master's CA.
 async fn dial(master: &Master, cert: &Path, key: &Path) -> Channel {
-    let opts = ConnectOptions {
-        host: "127.0.0.1".into(),
-        port: master.port,
-        transport: TransportKind::Quic,
-        identity: CertKey::load(cert, key).expect("identity"),
-        trust: ServerTrust::Ca(load_certs(&master.pki_dir().join("ca.crt")).expect("ca")),
-        limits: Limits::default(),
-        connect_timeout: Duration::from_secs(10),
-        reuse: None,
-    };
-    connect(&opts).await.expect("connect")
+    crate::fuzz_grpc::dial(master, TransportKind::Quic, cert, key).await
 }
 
 /// A channel as the client certificate `saltq pki issue name` made.

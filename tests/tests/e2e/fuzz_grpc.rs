@@ -709,7 +709,7 @@ fn garbage() -> BoxedStrategy<Vec<u8>> {
 }
 
 /// Connects over `transport` as the holder of `cert`/`key`.
-async fn dial(
+pub(crate) async fn dial(
     master: &Master,
     transport: TransportKind,
     cert: &std::path::Path,

@@ -8,10 +8,18 @@ use saltq_tests::{Master, eventually};
 use serde_json::json;
 
 pub(crate) fn get(addr: &str, path: &str) -> (u16, String) {
+    get_as(addr, path, None)
+}
+
+/// `GET path` with an `Authorization` header when one is given: the status and the body.
+pub(crate) fn get_as(addr: &str, path: &str, authorization: Option<&str>) -> (u16, String) {
     let mut s = std::net::TcpStream::connect(addr).expect("connect http");
+    let auth = authorization
+        .map(|a| format!("Authorization: {a}\r\n"))
+        .unwrap_or_default();
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n"
     )
     .unwrap();
     let mut buf = String::new();

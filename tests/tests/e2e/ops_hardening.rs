@@ -2,7 +2,6 @@
 //! log rate-limited per kind of message under a flood of refused handshakes, the health port on
 //! `interface`, and `/metrics` behind a bearer token.
 
-use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -10,6 +9,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, pem::PemObject};
 use saltq_tests::{Master, Scratch, bin, eventually};
+
+use crate::ops::get_as as get;
 use saltq_transport::pki::{self, Ca, CertRole, CertifyRequest, Validity};
 
 /// A master started by this file with its own config (the shared harness always sets
@@ -89,31 +90,6 @@ impl Drop for Started {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// A GET with an optional `Authorization` header: status and body.
-fn get(addr: &str, path: &str, authorization: Option<&str>) -> (u16, String) {
-    let mut s = std::net::TcpStream::connect(addr).expect("connect http");
-    let auth = authorization
-        .map(|a| format!("Authorization: {a}\r\n"))
-        .unwrap_or_default();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).unwrap();
-    let status = buf
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = buf
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
 }
 
 #[test]

@@ -221,7 +221,8 @@ fn parse(raw: &[u8]) -> Resp {
     }
 }
 
-fn dechunk(mut s: &str) -> String {
+/// A chunked HTTP/1.1 body put back together.
+pub(crate) fn dechunk(mut s: &str) -> String {
     let mut out = String::new();
     while let Some((size, rest)) = s.split_once("\r\n") {
         let Ok(n) = usize::from_str_radix(size.trim(), 16) else {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use saltq_tests::{Master, Minion, eventually};
 use serde_json::{Value, json};
 
-use crate::saltapi::api_addr;
+use crate::saltapi::{api_addr, dechunk};
 
 const USERS: &str = "alice:secret\nbob:pingonly\ntess:testonly\n";
 
@@ -132,21 +132,6 @@ pub(crate) fn send(
             },
         })
     })
-}
-
-fn dechunk(mut s: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = s.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if n == 0 || rest.len() < n {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        s = rest[n..].trim_start_matches("\r\n");
-    }
-    out
 }
 
 /// A plain-HTTP salt-api client of one master.
