@@ -4,6 +4,7 @@
 
 mod cluster;
 mod fleet;
+mod flood;
 mod host;
 mod procs;
 mod report;
@@ -44,6 +45,12 @@ struct Args {
     /// Jobs the soak scenario publishes (default 100,000).
     #[arg(long)]
     jobs: Option<usize>,
+    /// Connections the flood scenario opens, half idle and half slowloris (default 5,000).
+    #[arg(long)]
+    flood: Option<usize>,
+    /// How long the flood scenario's flood lasts, in seconds (default 30).
+    #[arg(long)]
+    flood_secs: Option<u64>,
     /// Salt's side: the salt-peer script.
     #[arg(
         long,
@@ -154,6 +161,8 @@ async fn run(args: Args) -> anyhow::Result<bool> {
         work,
         runs: args.runs,
         jobs: args.jobs,
+        flood_connections: args.flood,
+        flood_secs: args.flood_secs,
         figures: Vec::new(),
         details: serde_json::Map::new(),
         scratch: None,

@@ -44,6 +44,10 @@ pub enum Scenario {
     /// One master, a swarm of SIZE, `--jobs` jobs (default 100,000): memory and descriptor
     /// slopes, and the job cache shrinking back after `keep_jobs_seconds`.
     Soak,
+    /// salt-api under a flood of idle and slowloris connections (`--flood`, default 5,000),
+    /// beside Salt's salt-api, then saltq's HTTP/2 port under it while a swarm of SIZE answers
+    /// over QUIC.
+    Flood,
 }
 
 impl Scenario {
@@ -61,6 +65,7 @@ impl Scenario {
             Scenario::Saltapi => "saltapi",
             Scenario::Restart => "restart",
             Scenario::Soak => "soak",
+            Scenario::Flood => "flood",
         }
     }
 
@@ -77,6 +82,7 @@ impl Scenario {
             Scenario::Cluster => 1000,
             Scenario::Restart => 12,
             Scenario::Soak => 100,
+            Scenario::Flood => 100,
         }
     }
 }
@@ -97,6 +103,7 @@ pub const ALL: &[(Scenario, usize)] = &[
     (Scenario::Restart, 12),
     (Scenario::Restart, 10_000),
     (Scenario::Soak, 100),
+    (Scenario::Flood, 100),
 ];
 
 /// What every scenario shares.
@@ -109,6 +116,10 @@ pub struct Ctx {
     pub runs: Option<usize>,
     /// Jobs the soak publishes (default 100,000).
     pub jobs: Option<usize>,
+    /// Connections the flood opens (default 5,000).
+    pub flood_connections: Option<usize>,
+    /// How long the flood lasts, seconds (default 30).
+    pub flood_secs: Option<u64>,
     /// Salt, measured beside saltq.
     pub salt: SaltPeer,
     /// The figures so far.
@@ -158,6 +169,7 @@ impl Ctx {
             Scenario::Saltapi => self.saltapi().await,
             Scenario::Restart => self.restart(size).await,
             Scenario::Soak => self.soak(size).await,
+            Scenario::Flood => self.flood(size).await,
         };
         match (&result, self.scratch.take()) {
             (Ok(()), Some(d)) if std::env::var_os("SALTQ_BENCH_KEEP").is_none() => {
