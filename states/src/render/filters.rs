@@ -465,30 +465,30 @@ fn register_data(env: &mut Environment<'static>) {
     );
 }
 
+/// The groups of `pattern`'s first match in `txt` (Salt's `regex_match` anchors the pattern,
+/// `regex_search` does not), with the `ignorecase` and `multiline` flags.
+fn regex_groups(txt: &str, pattern: &str, kwargs: &Kwargs) -> Result<JValue, Error> {
+    let re = build_regex(
+        pattern,
+        flag(kwargs, "ignorecase")?,
+        flag(kwargs, "multiline")?,
+    )?;
+    kwargs.assert_all_used()?;
+    Ok(groups(re.captures(txt)))
+}
+
 /// The regex filters and the `match`, `equalto` and `list` tests.
 fn register_regex(env: &mut Environment<'static>) {
     env.add_filter(
         "regex_match",
         |txt: String, rgx: String, kwargs: Kwargs| -> Result<JValue, Error> {
-            let re = build_regex(
-                &format!("^(?:{rgx})"),
-                flag(&kwargs, "ignorecase")?,
-                flag(&kwargs, "multiline")?,
-            )?;
-            kwargs.assert_all_used()?;
-            Ok(groups(re.captures(&txt)))
+            regex_groups(&txt, &format!("^(?:{rgx})"), &kwargs)
         },
     );
     env.add_filter(
         "regex_search",
         |txt: String, rgx: String, kwargs: Kwargs| -> Result<JValue, Error> {
-            let re = build_regex(
-                &rgx,
-                flag(&kwargs, "ignorecase")?,
-                flag(&kwargs, "multiline")?,
-            )?;
-            kwargs.assert_all_used()?;
-            Ok(groups(re.captures(&txt)))
+            regex_groups(&txt, &rgx, &kwargs)
         },
     );
     env.add_filter(
