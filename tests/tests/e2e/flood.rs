@@ -175,10 +175,30 @@ fn a_master_short_of_descriptors_answers_on_http2_while_salt_api_is_flooded() {
     master.stop();
 }
 
+/// Local ports the flood's connections take, below the system's ephemeral range (32768 and up
+/// by default): thousands of connections held open on ephemeral ports would take the ports that
+/// other tests running at the same time had picked for their masters with `free_port`, whose
+/// listeners then fail with "address already in use".
+static FLOOD_PORT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(FLOOD_PORTS.0);
+const FLOOD_PORTS: (u16, u16) = (12_000, 32_000);
+
 /// A connection from `source` to `to`, or `None` when refused or reset.
 fn connect_from(source: std::net::IpAddr, to: SocketAddr) -> Option<TcpStream> {
+    use std::sync::atomic::Ordering;
     let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).ok()?;
-    sock.bind(&SocketAddr::new(source, 0).into()).ok()?;
+    // A port left in TIME_WAIT by an earlier run may be taken again.
+    sock.set_reuse_address(true).ok()?;
+    let bound = (0..64).any(|_| {
+        let mut port = FLOOD_PORT.fetch_add(1, Ordering::Relaxed);
+        if port >= FLOOD_PORTS.1 {
+            FLOOD_PORT.store(FLOOD_PORTS.0, Ordering::Relaxed);
+            port = FLOOD_PORTS.0;
+        }
+        sock.bind(&SocketAddr::new(source, port).into()).is_ok()
+    });
+    if !bound {
+        sock.bind(&SocketAddr::new(source, 0).into()).ok()?;
+    }
     sock.connect_timeout(&to.into(), Duration::from_secs(2))
         .ok()?;
     Some(sock.into())
