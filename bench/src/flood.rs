@@ -10,7 +10,6 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,7 +25,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::fleet::{Master, run_job, start_minion, start_swarm};
-use crate::procs::{Proc, tail};
+use crate::procs::tail;
 use crate::report::Figure;
 use crate::scenarios::Ctx;
 use crate::stats::{Summary, percentile};
@@ -732,41 +731,8 @@ impl Ctx {
 
     /// Salt's salt-api under the same flood.
     async fn salt_flood(&mut self, dir: &Path, conns: usize, secs: u64) -> anyhow::Result<Phase> {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("salt/saltapi-peer");
+        let (mut proc, ready) = crate::saltapi::start_saltapi_peer(dir).await?;
         let log = dir.join("saltapi-peer.log");
-        let out_path = dir.join("saltapi-peer.out");
-        let api_port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let mut proc = Proc::spawn_group(
-            Command::new("bash")
-                .arg(&script)
-                .env("SALT_PEER_PORT", crate::salt::free_port_pair()?.to_string())
-                .env("SALT_PEER_API_PORT", api_port.to_string()),
-            "saltapi-peer",
-            &log,
-            Stdio::from(std::fs::File::create(&out_path)?),
-        )?;
-        // Installing Salt on first use takes minutes; starting it about 20 s.
-        let deadline = Instant::now() + Duration::from_secs(1800);
-        let ready: Value = loop {
-            proc.check_alive()
-                .with_context(|| format!("saltapi-peer:\n{}", tail(&log, 15)))?;
-            let text = std::fs::read_to_string(&out_path).unwrap_or_default();
-            if let Some(v) = text
-                .lines()
-                .find_map(|l| serde_json::from_str::<Value>(l).ok())
-            {
-                break v;
-            }
-            if Instant::now() >= deadline {
-                bail!(
-                    "saltapi-peer was not ready within 30 min:\n{}",
-                    tail(&log, 15)
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        };
         let base = ready["api"]
             .as_str()
             .context("saltapi-peer named no api")?

@@ -254,41 +254,7 @@ impl Ctx {
         if !self.salt.enabled() {
             return Ok(None);
         }
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("salt/saltapi-peer");
-        let log = dir.join("saltapi-peer.log");
-        let out_path = dir.join("saltapi-peer.out");
-        let api_port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let mut proc = Proc::spawn_group(
-            Command::new("bash")
-                .arg(&script)
-                .env("SALT_PEER_PORT", crate::salt::free_port_pair()?.to_string())
-                .env("SALT_PEER_API_PORT", api_port.to_string()),
-            "saltapi-peer",
-            &log,
-            Stdio::from(std::fs::File::create(&out_path)?),
-        )?;
-        // Installing Salt on first use takes minutes; starting it about 20 s.
-        let deadline = Instant::now() + Duration::from_secs(1800);
-        let ready: Value = loop {
-            proc.check_alive()
-                .with_context(|| format!("saltapi-peer:\n{}", tail(&log, 15)))?;
-            let text = std::fs::read_to_string(&out_path).unwrap_or_default();
-            if let Some(v) = text
-                .lines()
-                .find_map(|l| serde_json::from_str::<Value>(l).ok())
-            {
-                break v;
-            }
-            if Instant::now() >= deadline {
-                bail!(
-                    "saltapi-peer was not ready within 30 min:\n{}",
-                    tail(&log, 15)
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        };
+        let (mut proc, ready) = start_saltapi_peer(dir).await?;
         let base = ready["api"].as_str().context("saltapi-peer named no api")?;
         let minion = ready["minion"].as_str().unwrap_or("saltminion");
         let figures = measure(
@@ -311,4 +277,45 @@ fn api_addr(root: &Path) -> anyhow::Result<String> {
         .as_str()
         .with_context(|| format!("no rest_cherrypy address in {}", listen.display()))?
         .to_owned())
+}
+
+/// Starts Salt's salt-api beside a salt-master (`bench/salt/saltapi-peer`) and waits for the
+/// JSON line that says where it listens.
+pub(crate) async fn start_saltapi_peer(dir: &Path) -> anyhow::Result<(Proc, Value)> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("salt/saltapi-peer");
+    let log = dir.join("saltapi-peer.log");
+    let out_path = dir.join("saltapi-peer.out");
+    let api_port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let mut proc = Proc::spawn_group(
+        Command::new("bash")
+            .arg(&script)
+            .env("SALT_PEER_PORT", crate::salt::free_port_pair()?.to_string())
+            .env("SALT_PEER_API_PORT", api_port.to_string()),
+        "saltapi-peer",
+        &log,
+        Stdio::from(std::fs::File::create(&out_path)?),
+    )?;
+    // Installing Salt on first use takes minutes; starting it about 20 s.
+    let deadline = Instant::now() + Duration::from_secs(1800);
+    let ready: Value = loop {
+        proc.check_alive()
+            .with_context(|| format!("saltapi-peer:\n{}", tail(&log, 15)))?;
+        let text = std::fs::read_to_string(&out_path).unwrap_or_default();
+        if let Some(v) = text
+            .lines()
+            .find_map(|l| serde_json::from_str::<Value>(l).ok())
+        {
+            break v;
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "saltapi-peer was not ready within 30 min:\n{}",
+                tail(&log, 15)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    Ok((proc, ready))
 }
