@@ -15,6 +15,7 @@
 pub mod compile;
 pub mod engine;
 pub mod modules;
+pub mod pillar;
 pub mod render;
 pub mod run;
 
