@@ -37,6 +37,7 @@
 
 mod fallback;
 mod filters;
+pub mod gpg;
 mod jinja;
 mod prepass;
 mod values;
@@ -91,11 +92,13 @@ pub enum Renderer {
     Yaml,
     /// JSON: text to data.
     Json,
+    /// GPG: PGP-armored values in the data decrypted with `gpg_keydir` ([`gpg`]).
+    Gpg,
 }
 
 /// The pipeline for `text`: its shebang (`#!jinja|yaml`, Salt's old names such as
 /// `#!yaml_jinja` too), else the `renderer` option (default `jinja|yaml`). Renderers saltq
-/// does not run (`py`, `pyobjects`, `mako`, `gpg`, ...) are refused by name.
+/// does not run (`py`, `pyobjects`, `mako`, ...) are refused by name.
 pub fn pipeline(text: &str, opts: &Value) -> Result<Vec<Renderer>, RenderError> {
     let first = text.lines().next().unwrap_or_default();
     let spec = if first.starts_with("#!") && !first.starts_with("#!/") {
@@ -119,11 +122,12 @@ pub fn pipeline(text: &str, opts: &Value) -> Result<Vec<Renderer>, RenderError> 
             "jinja" => Renderer::Jinja,
             "yaml" | "yamlex" => Renderer::Yaml,
             "json" => Renderer::Json,
+            "gpg" => Renderer::Gpg,
             other => {
                 return Err(RenderError {
                     message: format!(
                         "The renderer \"{other}\" is not available in saltq (pipeline \"{spec}\"): \
-                         only jinja, yaml and json are supported"
+                         only jinja, yaml, json and gpg are supported"
                     ),
                     line: Some(1),
                 });
@@ -143,6 +147,13 @@ pub fn render_sls(text: &str, rc: &RenderContext) -> Result<Value, RenderError> 
     let mut current = text.to_string();
     let mut data: Option<Value> = None;
     for step in steps {
+        if step == Renderer::Gpg {
+            let d = data
+                .take()
+                .unwrap_or_else(|| Value::String(current.clone()));
+            data = Some(gpg::render(d, &rc.sls, &rc.opts)?);
+            continue;
+        }
         if let Some(d) = data.take() {
             // Data fed to a text renderer: Salt passes its string form.
             current = match d {
@@ -164,6 +175,8 @@ pub fn render_sls(text: &str, rc: &RenderContext) -> Result<Value, RenderError> 
                     line: Some(e.line()),
                 })?);
             }
+            // Decrypts data in place, before the text conversion above.
+            Renderer::Gpg => {}
         }
     }
     Ok(match data {
