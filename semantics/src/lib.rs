@@ -7,6 +7,7 @@ pub mod batch;
 pub mod jid;
 pub mod output;
 pub mod python;
+pub mod schedule;
 pub mod target;
 
 pub use jid::{Jid, JidError, JidGenerator};

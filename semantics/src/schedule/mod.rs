@@ -1,0 +1,289 @@
+//! Salt's scheduler without I/O (`salt/utils/schedule.py`, 3007.8): which scheduled jobs
+//! are due at `now`. The schedule is Salt's data (a map of job name to options, plus the
+//! global `enabled`, `splay`, `skip_function` and `skip_during_range` keys); what Salt keeps
+//! in each job's `_`-prefixed keys (`_next_fire_time`, `_splay`, `_seconds`, `_last_run`,
+//! `_skip_reason`, ...) lives in [`Scheduler`], fed with the time. Times are naive local
+//! wall times, as Salt's `datetime.datetime.now()`: the driver passes the host's local time,
+//! so a DST change moves the wall clock under the schedule exactly as it does under Salt.
+//! Randomness (`splay`) comes from a seeded generator, so a test replays it.
+
+pub mod book;
+pub mod cron;
+pub mod when;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use chrono::{NaiveDateTime, Timelike};
+use serde_json::{Map, Value, json};
+
+use crate::python::truthy;
+
+/// The schedule's global keys, never jobs.
+pub const GLOBAL_KEYS: [&str; 4] = ["enabled", "skip_function", "skip_during_range", "splay"];
+
+/// The time format of `once`, `run_explicit`, `skip_explicit` and `show_next_fire_time`.
+pub const TIME_FMT: &str = "%Y-%m-%dT%H:%M:%S";
+
+const TIME_ELEMENTS: [&str; 4] = ["seconds", "minutes", "hours", "days"];
+
+/// What Salt keeps in a job's `_` keys between evaluations.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Runtime {
+    /// The job's options when this state was made: a changed job starts afresh, as Salt's
+    /// does when `modify`, `add` or a pillar refresh replace its dict.
+    config: Map<String, Value>,
+    next_fire: Option<NaiveDateTime>,
+    next_scheduled: Option<NaiveDateTime>,
+    splay: Option<NaiveDateTime>,
+    seconds: Option<i64>,
+    last_run: Option<NaiveDateTime>,
+    run_on_start: Option<bool>,
+    /// `when`'s `_run`: the next `when` time is still to be run.
+    when_run: Option<bool>,
+    /// The `run_explicit` times `run_after_skip_range` added.
+    run_after: Vec<NaiveDateTime>,
+    skip_reason: Option<&'static str>,
+    skipped_time: Option<NaiveDateTime>,
+    error: Option<String>,
+}
+
+/// One job to start now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fire {
+    /// The job's name (`schedule` in its return).
+    pub name: String,
+    /// The function (`function`, `func` or `fun`; `skip_function` when a range swapped it).
+    pub func: String,
+    /// Positional arguments (`args`).
+    pub args: Vec<Value>,
+    /// Keyword arguments (`kwargs`).
+    pub kwargs: Map<String, Value>,
+    /// Whether the job is listed among the running jobs with a jid (`jid_include`).
+    pub jid_include: bool,
+    /// Returner names (`returner`, a string or a list).
+    pub returners: Vec<String>,
+    /// `return_config`, passed to the returners.
+    pub return_config: Option<Value>,
+    /// `return_kwargs`, passed to the returners.
+    pub return_kwargs: Option<Value>,
+    /// Whether the return goes to the master (`return_job`, true unless false); `nocache`
+    /// asks the master not to store it.
+    pub return_job: ReturnJob,
+    /// `metadata`, when a dict.
+    pub metadata: Option<Map<String, Value>>,
+    /// Seconds the run is late by (Salt's "runtime missed by N seconds"), 0 when on time.
+    pub missed_by: i64,
+}
+
+/// Where a scheduled job's return goes, from `return_job`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReturnJob {
+    /// To the master, stored in the job cache (the default).
+    Master,
+    /// To the master, not stored (`nocache`).
+    NoCache,
+    /// Not sent (`return_job: False`).
+    No,
+}
+
+/// What an evaluation knows besides the schedule: the time, the `whens` lookups and the
+/// running jobs.
+pub struct Eval<'a> {
+    /// The local wall time.
+    pub now: NaiveDateTime,
+    /// The pillar's `whens` (names for `when` times), if any.
+    pub pillar_whens: Option<&'a Value>,
+    /// The grains' `whens`, if any.
+    pub grain_whens: Option<&'a Value>,
+    /// How many instances of the named scheduled job are running (for `maxrunning`).
+    pub running: &'a dyn Fn(&str) -> usize,
+}
+
+/// The state Salt's scheduler keeps between evaluations, and the evaluation itself.
+#[derive(Debug, Clone)]
+pub struct Scheduler {
+    /// Salt's `loop_interval` in seconds (1 on a minion): the window a `when`/`once` time
+    /// may be late by.
+    loop_interval: i64,
+    jobs: BTreeMap<String, Runtime>,
+    rng: u64,
+}
+
+/// Why an evaluation step stopped looking at a job.
+enum Stop {
+    /// Nothing to do now (Salt's `_continue`).
+    Continue,
+    /// The job is wrong; Salt's message.
+    Error(String),
+}
+
+type Step<T> = Result<T, Stop>;
+
+fn err<T>(msg: String) -> Step<T> {
+    Err(Stop::Error(msg))
+}
+
+fn chop(t: NaiveDateTime) -> NaiveDateTime {
+    t.with_nanosecond(0).unwrap_or(t)
+}
+
+/// Python's `int()` of an option (ints, floats truncated, numeric strings).
+fn py_int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
+        Value::String(s) => s.trim().parse().ok(),
+        Value::Bool(b) => Some(i64::from(*b)),
+        _ => None,
+    }
+}
+
+/// The function a job runs (`function`, `func`, then `fun`).
+pub fn job_function(data: &Map<String, Value>) -> Option<&str> {
+    ["function", "func", "fun"]
+        .iter()
+        .find_map(|k| data.get(*k))
+        .and_then(Value::as_str)
+}
+
+impl Scheduler {
+    /// An empty state: `loop_interval` in seconds, `seed` for the splay's randomness.
+    pub fn new(loop_interval: i64, seed: u64) -> Self {
+        Scheduler {
+            loop_interval: loop_interval.max(1),
+            jobs: BTreeMap::new(),
+            rng: seed,
+        }
+    }
+
+    /// splitmix64: a small, seeded generator (Salt uses `random.randint`).
+    fn next_u64(&mut self) -> u64 {
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// `random.randint(a, b)`, both ends included.
+    fn randint(&mut self, a: i64, b: i64) -> i64 {
+        let span = (b - a + 1).max(1) as u64;
+        a + (self.next_u64() % span) as i64
+    }
+
+    /// Salt's `_splay`: `randint(1, n)` for an int, `randint(start, end)` for a dict;
+    /// `None` for an inverted dict (Salt logs it and ignores the splay).
+    fn splay(&mut self, cfg: &Value) -> Option<i64> {
+        match cfg {
+            Value::Object(m) => {
+                let start = m.get("start").and_then(py_int)?;
+                let end = m.get("end").and_then(py_int)?;
+                (end >= start).then(|| self.randint(start, end))
+            }
+            v => py_int(v).filter(|n| *n >= 1).map(|n| self.randint(1, n)),
+        }
+    }
+
+    /// Forgets the state of jobs no longer in the schedule, and of a job whose options
+    /// changed.
+    fn runtime(&mut self, name: &str, data: &Map<String, Value>) -> &mut Runtime {
+        let rt = self.jobs.entry(name.to_owned()).or_default();
+        if &rt.config != data {
+            *rt = Runtime {
+                config: data.clone(),
+                ..Runtime::default()
+            };
+        }
+        rt
+    }
+
+    /// Salt's `eval(now)`: every job due at `ev.now`, in the schedule's order. Updates the
+    /// next fire times, skips and errors (see [`Scheduler::status`]).
+    pub fn due(&mut self, schedule: &Map<String, Value>, ev: &Eval) -> Vec<Fire> {
+        self.jobs.retain(|name, _| schedule.contains_key(name));
+        let globals = Globals {
+            enabled: schedule.get("enabled").is_none_or(truthy),
+            splay: schedule.get("splay").filter(|v| truthy(v)).cloned(),
+            skip_function: schedule
+                .get("skip_function")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            skip_during_range: schedule
+                .get("skip_during_range")
+                .filter(|v| truthy(v))
+                .cloned(),
+        };
+        let mut fires = Vec::new();
+        for (name, data) in schedule {
+            if GLOBAL_KEYS.contains(&name.as_str()) {
+                continue;
+            }
+            let Value::Object(data) = data else {
+                continue;
+            };
+            if let Some(f) = self.eval_job(name, data, ev, &globals) {
+                fires.push(f);
+            }
+        }
+        fires
+    }
+
+    /// The next time the job fires, as Salt's `_next_fire_time`.
+    pub fn next_fire_time(&self, name: &str) -> Option<NaiveDateTime> {
+        self.jobs.get(name).and_then(|r| r.splay.or(r.next_fire))
+    }
+
+    /// The error that made the job be ignored at the last evaluation, in Salt's words.
+    pub fn error(&self, name: &str) -> Option<&str> {
+        self.jobs.get(name).and_then(|r| r.error.as_deref())
+    }
+
+    /// Why the job was skipped at the last evaluation (`disabled`, `maxrunning`,
+    /// `not_in_range`, `in_skip_range`, `skip_explicit`, `until_passed`, `after_not_passed`).
+    pub fn skip_reason(&self, name: &str) -> Option<&'static str> {
+        self.jobs.get(name).and_then(|r| r.skip_reason)
+    }
+
+    /// The job's `_` keys as Salt's `job_status` shows them, times as `TIME_FMT` strings.
+    pub fn status(&self, name: &str) -> Map<String, Value> {
+        let mut m = Map::new();
+        let Some(r) = self.jobs.get(name) else {
+            return m;
+        };
+        let t = |v: Option<NaiveDateTime>| {
+            v.map_or(Value::Null, |t| json!(t.format(TIME_FMT).to_string()))
+        };
+        m.insert("_next_fire_time".into(), t(r.next_fire));
+        m.insert("_splay".into(), t(r.splay));
+        if r.next_scheduled.is_some() {
+            m.insert("_next_scheduled_fire_time".into(), t(r.next_scheduled));
+        }
+        if let Some(s) = r.seconds {
+            m.insert("_seconds".into(), json!(s));
+        }
+        if r.last_run.is_some() {
+            m.insert("_last_run".into(), t(r.last_run));
+        }
+        if let Some(reason) = r.skip_reason {
+            m.insert("_skip_reason".into(), json!(reason));
+            m.insert("_skipped_time".into(), t(r.skipped_time));
+            m.insert("_skipped".into(), json!(true));
+        }
+        if let Some(e) = &r.error {
+            m.insert("_error".into(), json!(e));
+        }
+        m
+    }
+}
+
+/// The schedule's global options.
+struct Globals {
+    enabled: bool,
+    splay: Option<Value>,
+    skip_function: Option<String>,
+    skip_during_range: Option<Value>,
+}
+
+mod eval;
