@@ -16,7 +16,7 @@ pub struct CmdJson {
 }
 
 /// Builds the source from its entry: one command string.
-pub fn build(args: &Value) -> Result<Arc<dyn ExtPillar>, String> {
+pub fn build(args: &Value, _opts: &Value) -> Result<Arc<dyn ExtPillar>, String> {
     Ok(Arc::new(CmdJson {
         command: command_arg(args)?,
     }))
@@ -74,7 +74,7 @@ mod tests {
     use serde_json::json;
 
     fn compile(cfg: Value, id: &str) -> Result<Map<String, Value>, String> {
-        let src = build(&cfg)?;
+        let src = build(&cfg, &Value::Null)?;
         let (grains, pillar, opts) = (json!({}), Map::new(), json!({}));
         src.compile(&ExtContext {
             minion_id: id,
@@ -108,7 +108,7 @@ mod tests {
         );
         let err = compile(json!("echo [1]"), "m").unwrap_err();
         assert!(err.contains("not a mapping but list"), "{err}");
-        assert!(build(&json!({"cmd": "x"})).is_err());
-        assert!(build(&json!("")).is_err());
+        assert!(build(&json!({"cmd": "x"}), &Value::Null).is_err());
+        assert!(build(&json!(""), &Value::Null).is_err());
     }
 }

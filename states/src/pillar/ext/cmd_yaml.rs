@@ -16,7 +16,7 @@ pub struct CmdYaml {
 }
 
 /// Builds the source from its entry: one command string.
-pub fn build(args: &Value) -> Result<Arc<dyn ExtPillar>, String> {
+pub fn build(args: &Value, _opts: &Value) -> Result<Arc<dyn ExtPillar>, String> {
     Ok(Arc::new(CmdYaml {
         command: command_arg(args)?,
     }))
@@ -55,7 +55,11 @@ mod tests {
 
     #[test]
     fn runs_through_a_shell_and_reads_yaml_1_1() {
-        let src = build(&json!("printf 'id: %s\\nflag: yes\\nport: 0x1F\\n' | cat")).unwrap();
+        let src = build(
+            &json!("printf 'id: %s\\nflag: yes\\nport: 0x1F\\n' | cat"),
+            &Value::Null,
+        )
+        .unwrap();
         let (grains, pillar, opts) = (json!({}), Map::new(), json!({}));
         let got = src
             .compile(&ExtContext {

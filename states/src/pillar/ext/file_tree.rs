@@ -120,7 +120,7 @@ pub fn parse(args: &Value) -> Result<FileTree, String> {
 }
 
 /// Builds the source from its entry.
-pub fn build(args: &Value) -> Result<Arc<dyn ExtPillar>, String> {
+pub fn build(args: &Value, _opts: &Value) -> Result<Arc<dyn ExtPillar>, String> {
     Ok(Arc::new(parse(args)?))
 }
 
@@ -338,7 +338,7 @@ mod tests {
     }
 
     fn compile(cfg: Value, id: &str, opts: Value) -> Result<Value, String> {
-        let src = build(&cfg)?;
+        let src = build(&cfg, &Value::Null)?;
         let grains = json!({"os": "Debian"});
         let pillar = Map::new();
         src.compile(&ExtContext {

@@ -36,9 +36,10 @@ pub mod stack;
 
 use std::sync::Arc;
 
-/// Builds one source from its `ext_pillar` entry's value (what follows `- name:`), checking
-/// its form at start-up; the error says what is wrong with it.
-pub type Build = fn(&Value) -> Result<Arc<dyn ExtPillar>, String>;
+/// Builds one source from its `ext_pillar` entry's value (what follows `- name:`) and the
+/// configuration (`__opts__`, for sources that read connection keys such as `postgres:`),
+/// checking its form at start-up; the error says what is wrong with it.
+pub type Build = fn(&Value, &Value) -> Result<Arc<dyn ExtPillar>, String>;
 
 /// The built-in sources, by the name Salt gives them in `ext_pillar`. Adding a source is one
 /// file and one line here (or in the master's own table for sources that need its
@@ -56,6 +57,7 @@ pub const SOURCES: &[(&str, Build)] = &[
 /// or an absent key is no source.
 pub fn from_config(
     ext_pillar: &Value,
+    opts: &Value,
     extra: &[(&str, Build)],
 ) -> Result<Vec<Arc<dyn ExtPillar>>, String> {
     let entries = match ext_pillar {
@@ -93,7 +95,7 @@ pub fn from_config(
                         known.join(", ")
                     )
                 })?;
-            out.push(build(args).map_err(|e| format!("ext_pillar: {name}: {e}"))?);
+            out.push(build(args, opts).map_err(|e| format!("ext_pillar: {name}: {e}"))?);
         }
     }
     Ok(out)
@@ -154,10 +156,10 @@ mod tests {
     #[test]
     fn from_config_builds_in_order_and_names_an_unknown_source() {
         let cfg = json!([{"cmd_json": "echo {}"}, {"cmd_yaml": "echo a: 1"}]);
-        let built = from_config(&cfg, &[]).unwrap();
+        let built = from_config(&cfg, &Value::Null, &[]).unwrap();
         let names: Vec<&str> = built.iter().map(|s| s.name()).collect();
         assert_eq!(names, ["cmd_json", "cmd_yaml"]);
-        let err = from_config(&json!([{"hiera": "/etc/hiera.yaml"}]), &[])
+        let err = from_config(&json!([{"hiera": "/etc/hiera.yaml"}]), &Value::Null, &[])
             .err()
             .unwrap();
         assert!(err.contains("unknown source 'hiera'"), "{err}");
@@ -165,21 +167,33 @@ mod tests {
             err.contains("cmd_json, cmd_yaml, file_tree, stack"),
             "{err}"
         );
-        let err = from_config(&json!(["cmd_json"]), &[]).err().unwrap();
+        let err = from_config(&json!(["cmd_json"]), &Value::Null, &[])
+            .err()
+            .unwrap();
         assert!(err.contains("entry 1 is malformed"), "{err}");
-        let err = from_config(&json!({"cmd_json": "x"}), &[]).err().unwrap();
+        let err = from_config(&json!({"cmd_json": "x"}), &Value::Null, &[])
+            .err()
+            .unwrap();
         assert!(err.contains("expected a list"), "{err}");
-        assert!(from_config(&Value::Null, &[]).unwrap().is_empty());
+        assert!(
+            from_config(&Value::Null, &Value::Null, &[])
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]
     fn extra_sources_are_found_after_the_built_in_ones() {
-        fn build(_: &Value) -> Result<Arc<dyn ExtPillar>, String> {
+        fn build(_: &Value, _: &Value) -> Result<Arc<dyn ExtPillar>, String> {
             Err("no connection".into())
         }
-        let err = from_config(&json!([{"postgres": ["SELECT 1"]}]), &[("postgres", build)])
-            .err()
-            .unwrap();
+        let err = from_config(
+            &json!([{"postgres": ["SELECT 1"]}]),
+            &Value::Null,
+            &[("postgres", build)],
+        )
+        .err()
+        .unwrap();
         assert_eq!(err, "ext_pillar: postgres: no connection");
     }
 

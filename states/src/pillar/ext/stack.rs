@@ -75,7 +75,7 @@ pub fn parse(args: &Value) -> Result<Stack, String> {
 }
 
 /// Builds the source from its entry.
-pub fn build(args: &Value) -> Result<Arc<dyn ExtPillar>, String> {
+pub fn build(args: &Value, _opts: &Value) -> Result<Arc<dyn ExtPillar>, String> {
     Ok(Arc::new(parse(args)?))
 }
 
@@ -450,7 +450,7 @@ mod tests {
         )
         .unwrap();
         let cfg = r.join("stack.cfg").display().to_string();
-        let src = build(&json!(cfg)).unwrap();
+        let src = build(&json!(cfg), &Value::Null).unwrap();
         let grains = json!({"os": "Debian"});
         let pillar = m(json!({"env": "prod"}));
         let opts = json!({});
@@ -471,10 +471,13 @@ mod tests {
             ["users", "role", "from_grains", "seen", "env"]
         );
 
-        let by_pillar =
-            build(&json!({"pillar:env": {"prod": cfg.clone(), "dev": ["/nope.cfg"]}})).unwrap();
+        let by_pillar = build(
+            &json!({"pillar:env": {"prod": cfg.clone(), "dev": ["/nope.cfg"]}}),
+            &Value::Null,
+        )
+        .unwrap();
         assert_eq!(by_pillar.compile(&cx).unwrap(), got);
-        let by_grain = build(&json!({"grains:os": {"RedHat": cfg}})).unwrap();
+        let by_grain = build(&json!({"grains:os": {"RedHat": cfg}}), &Value::Null).unwrap();
         assert!(by_grain.compile(&cx).unwrap().is_empty());
     }
 
@@ -483,7 +486,11 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("s.cfg"), "bad.yml\n").unwrap();
         std::fs::write(d.path().join("bad.yml"), "a: [1\n").unwrap();
-        let src = build(&json!(d.path().join("s.cfg").display().to_string())).unwrap();
+        let src = build(
+            &json!(d.path().join("s.cfg").display().to_string()),
+            &Value::Null,
+        )
+        .unwrap();
         let (g, p, o) = (json!({}), Map::new(), json!({}));
         let err = src
             .compile(&ExtContext {
