@@ -420,6 +420,16 @@ fn python_methods(
 
 /// Renders Jinja `text` (the file `rc.source`) with Salt's context.
 pub fn render(text: &str, rc: &RenderContext) -> Result<String, RenderError> {
+    render_shared(text, rc, None)
+}
+
+/// [`render`] with `pillar` bound to `shared` (a pillar compilation's one mutable
+/// `__pillar__`, with its fuel bound) instead of a copy of `rc.pillar`.
+pub(super) fn render_shared(
+    text: &str,
+    rc: &RenderContext,
+    shared: Option<&super::SharedPillar>,
+) -> Result<String, RenderError> {
     // `salt[...]` calls see the render's grains and pillar (a run's `pillar=` override
     // included), as Salt's loader gives its functions the same `__pillar__`.
     let mut rc = rc.clone();
@@ -524,6 +534,10 @@ pub fn render(text: &str, rc: &RenderContext) -> Result<String, RenderError> {
     }
     for (k, v) in &ctx {
         env.add_global(k.clone(), to_jinja(v));
+    }
+    if let Some(shared) = shared {
+        env.add_global("pillar", shared.value.clone());
+        env.set_fuel(Some(shared.fuel));
     }
     env.add_global(
         "salt",

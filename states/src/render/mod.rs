@@ -137,9 +137,51 @@ pub fn pipeline(text: &str, opts: &Value) -> Result<Vec<Renderer>, RenderError> 
     Ok(out)
 }
 
+/// One mutable pillar shared by the renders of one pillar compilation (Salt's
+/// `__pillar__`): what one file's Jinja changes (`{% do pillar.update(...) %}`), the files
+/// rendered after it see. `fuel` bounds each render's Jinja work (a loop that never ends
+/// is an error, not a hung master).
+#[derive(Debug, Clone)]
+pub struct SharedPillar {
+    value: minijinja::Value,
+    fuel: u64,
+}
+
+impl SharedPillar {
+    /// A shared pillar holding `pillar`, each render given `fuel` Jinja instructions.
+    pub fn new(pillar: &Value, fuel: u64) -> Self {
+        Self {
+            value: values::to_jinja(pillar),
+            fuel,
+        }
+    }
+
+    /// The pillar as it is now.
+    pub fn to_json(&self) -> Value {
+        values::to_json(&self.value)
+    }
+}
+
+/// [`render_sls`] with Jinja's `pillar` bound to `shared`.
+pub fn render_sls_shared(
+    text: &str,
+    rc: &RenderContext,
+    shared: &SharedPillar,
+) -> Result<Value, RenderError> {
+    render_sls_with(text, rc, Some(shared))
+}
+
 /// Renders an SLS file into its data, by its shebang or the `renderer` option. An empty
 /// file, or one that renders to nothing, is `{}` as in Salt.
 pub fn render_sls(text: &str, rc: &RenderContext) -> Result<Value, RenderError> {
+    render_sls_with(text, rc, None)
+}
+
+fn render_sls_with(
+    text: &str,
+    rc: &RenderContext,
+    shared: Option<&SharedPillar>,
+) -> Result<Value, RenderError> {
     if text.trim().is_empty() {
         return Ok(Value::Object(Map::new()));
     }
@@ -162,7 +204,7 @@ pub fn render_sls(text: &str, rc: &RenderContext) -> Result<Value, RenderError> 
             };
         }
         match step {
-            Renderer::Jinja => current = jinja::render(&current, rc)?,
+            Renderer::Jinja => current = jinja::render_shared(&current, rc, shared)?,
             Renderer::Yaml => data = Some(load_yaml(&current)?),
             Renderer::Json => {
                 let body = if current.starts_with("#!") {

@@ -1,0 +1,2 @@
+include: notalist
+badinc: 1

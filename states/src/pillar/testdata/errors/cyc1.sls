@@ -1,0 +1,2 @@
+include: [cyc2]
+cyc1: 1

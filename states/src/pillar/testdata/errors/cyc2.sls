@@ -1,0 +1,2 @@
+include: [cyc1]
+cyc2: 1

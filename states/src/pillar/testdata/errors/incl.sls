@@ -1,0 +1,2 @@
+include: [ghost]
+incl: 1

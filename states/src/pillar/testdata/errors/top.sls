@@ -1,0 +1,10 @@
+base:
+  '*':
+    - good
+    - badyaml
+    - badjinja
+    - notdict
+    - missing
+    - incl
+    - cyc1
+    - badinc

@@ -1,0 +1,1 @@
+grouped: yes

@@ -1,0 +1,2 @@
+a: lib
+b: lib

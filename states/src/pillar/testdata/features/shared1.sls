@@ -1,0 +1,1 @@
+{% do pillar.update({'seen': 'one'}) %}one: 1

@@ -1,0 +1,1 @@
+two: {{ pillar.get('seen', 'nobody') }}

@@ -1,0 +1,12 @@
+base:
+  '*':
+    - common
+    - users.*
+    - shared1
+    - shared2
+  webs:
+    - match: nodegroup
+    - grouped
+  'os_family:Debian':
+    - match: grain
+    - debian

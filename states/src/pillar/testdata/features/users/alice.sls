@@ -1,0 +1,1 @@
+users: {alice: 1}

@@ -1,0 +1,4 @@
+k:
+  deep: {inc: 1, a: inc}
+  list: [0]
+inc_only: [x]
