@@ -342,6 +342,8 @@ pub struct CallContext {
     /// The process groups of this job's commands. Use [`CallContext::for_job`] to give each
     /// job its own.
     pub processes: ProcessGroups,
+    /// The minion's beacons config, for `beacons.*`; `None` outside a minion daemon.
+    pub beacons: Option<Arc<crate::beacons::Manager>>,
 }
 
 impl CallContext {
@@ -363,6 +365,7 @@ impl CallContext {
             states: None,
             master: None,
             processes: ProcessGroups::default(),
+            beacons: None,
         }
     }
 
@@ -403,6 +406,12 @@ impl CallContext {
     /// The same context with its commands' process groups reported to `watch`.
     pub fn with_process_watch(mut self, watch: Arc<dyn GroupWatch>) -> Self {
         self.processes = ProcessGroups::watched(watch);
+        self
+    }
+
+    /// The same context with the minion's beacons config (for `beacons.*`).
+    pub fn with_beacons(mut self, beacons: Arc<crate::beacons::Manager>) -> Self {
+        self.beacons = Some(beacons);
         self
     }
 

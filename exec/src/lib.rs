@@ -18,6 +18,7 @@
 //! `pillarenv`.
 
 mod args;
+pub mod beacons;
 mod context;
 mod difflib;
 mod dispatch;

@@ -97,6 +97,15 @@ pub struct RawConfig {
     /// default `/etc/hosts`); read by the execution module from the options.
     #[serde(rename = "hosts.file")]
     pub hosts_file: Option<PathBuf>,
+    /// Beacons the minion polls (Salt's `beacons`): `{name: [config items]}`; read by the
+    /// beacon driver (`beacon_driver.rs`) from the options, with `minion.d/beacons.conf` over it.
+    pub beacons: Option<Map<String, Value>>,
+    /// Poll the beacons before the first connection to the master too (Salt's
+    /// `beacons_before_connect`, default false); read from the options.
+    pub beacons_before_connect: Option<bool>,
+    /// Seconds between two polls of the beacons (Salt's `loop_interval`, default 1); read
+    /// from the options.
+    pub loop_interval: Option<f64>,
 }
 
 /// The state run of `startup_states`: the function and its arguments, as Salt's

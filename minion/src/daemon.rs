@@ -329,6 +329,7 @@ impl Calls {
             Some(r) => ctx.with_process_watch(r.clone()),
             None => ctx,
         };
+        let ctx = crate::beacon_driver::start(cfg, ctx, chan_rx.clone());
         let (ret_tx, ret_rx) = mpsc::unbounded_channel();
         tokio::spawn(outbox(ret_rx, chan_rx, cfg.clone(), jobs.clone()));
         Calls {

@@ -2,6 +2,7 @@
 //! Ctrl-C.
 
 mod backoff;
+mod beacon_driver;
 mod call;
 mod config;
 mod daemon;

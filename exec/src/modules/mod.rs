@@ -50,6 +50,7 @@ pub(crate) async fn run_cmd_env(
 }
 
 pub(crate) mod archive;
+pub(crate) mod beacons;
 pub(crate) mod cmd;
 pub(crate) mod config;
 pub(crate) mod cp;
@@ -82,6 +83,7 @@ pub(crate) mod user;
 /// Every module's functions.
 pub(crate) const MODULES: &[&[Function]] = &[
     archive::FUNCTIONS,
+    beacons::FUNCTIONS,
     cmd::FUNCTIONS,
     config::FUNCTIONS,
     cp::FUNCTIONS,

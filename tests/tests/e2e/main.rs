@@ -2,6 +2,7 @@
 //! over real QUIC and TLS/TCP sockets with mutual TLS.
 
 mod alcali;
+mod beacons;
 mod certs;
 mod chaos;
 mod cli;
