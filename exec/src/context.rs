@@ -82,6 +82,15 @@ impl JobControl for NoJobs {
     }
 }
 
+/// The minion's scheduler as `schedule.*` reaches it (Salt's `manage_schedule` event to
+/// the minion's loop). The minion crate implements it.
+pub trait ScheduleControl: Send + Sync {
+    /// Carries out one request (`{"func": "add"|"delete"|"list"|..., ...}`, the data of
+    /// Salt's `manage_schedule` event) and answers with the data of the
+    /// `/salt/minion/minion_schedule_*_complete` event Salt fires for it.
+    fn manage(&self, request: Value) -> Value;
+}
+
 /// Where `event.send` and progress events go (the minion forwards them to the master).
 pub trait EventSink: Send + Sync {
     /// Fires one event with this tag and data.
@@ -344,6 +353,8 @@ pub struct CallContext {
     pub processes: ProcessGroups,
     /// The minion's beacons config, for `beacons.*`; `None` outside a minion daemon.
     pub beacons: Option<Arc<crate::beacons::Manager>>,
+    /// The minion's scheduler, for `schedule.*`; `None` outside a minion daemon.
+    pub schedule: Option<Arc<dyn ScheduleControl>>,
 }
 
 impl CallContext {
@@ -366,7 +377,14 @@ impl CallContext {
             master: None,
             processes: ProcessGroups::default(),
             beacons: None,
+            schedule: None,
         }
+    }
+
+    /// The same context with the minion's scheduler.
+    pub fn with_schedule(mut self, schedule: Arc<dyn ScheduleControl>) -> Self {
+        self.schedule = Some(schedule);
+        self
     }
 
     /// A context for calls outside a minion: these grains and opts, an empty pillar, no jobs.

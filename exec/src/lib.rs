@@ -49,7 +49,7 @@ pub mod git {
 pub use context::{
     CallContext, EventSink, FetchFuture, FileClient, FileFuture, FileHash, GroupWatch, JobControl,
     MasterClient, MasterFuture, MasterJob, ModuleSource, NoJobs, ProcessGroups, PubInfo,
-    StateSystem, SyncedFile,
+    ScheduleControl, StateSystem, SyncedFile,
 };
 pub use difflib::{unified_diff, unified_diff_lines};
 pub use dispatch::{CallOutcome, DirectError, EX_GENERIC, available, call, call_direct};

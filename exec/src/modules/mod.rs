@@ -69,6 +69,7 @@ pub(crate) mod network;
 pub(crate) mod pillar;
 pub(crate) mod pkg;
 pub(crate) mod saltutil;
+pub(crate) mod schedule;
 pub(crate) mod service;
 pub(crate) mod shadow;
 pub(crate) mod ssh;
@@ -102,6 +103,7 @@ pub(crate) const MODULES: &[&[Function]] = &[
     pillar::FUNCTIONS,
     pkg::FUNCTIONS,
     saltutil::FUNCTIONS,
+    schedule::FUNCTIONS,
     service::FUNCTIONS,
     shadow::FUNCTIONS,
     ssh::FUNCTIONS,

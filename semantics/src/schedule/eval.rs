@@ -76,11 +76,12 @@ impl Scheduler {
             if times.len() > 1 {
                 times.retain(|t| *t >= now - li);
             }
-            if let Some(first) = times.first() {
-                if *first <= now && now < *first + li {
-                    run = true;
-                    rt.next_fire = Some(*first);
-                }
+            if let Some(first) = times.first()
+                && *first <= now
+                && now < *first + li
+            {
+                run = true;
+                rt.next_fire = Some(*first);
             }
         }
         let timing = if TIME_ELEMENTS.iter().any(|k| data.contains_key(*k)) {
@@ -104,17 +105,17 @@ impl Scheduler {
         let mut seconds = (chop(next_fire) - chop(now)).num_seconds() as f64;
         let is_when = data.contains_key("when");
         if let Some(cfg) = splay_cfg.filter(truthy) {
-            if self.jobs[key].splay.is_none() {
-                if let Some(s) = self.splay(&cfg) {
-                    let rt = self.jobs.get_mut(key)?;
-                    if now < next_fire + Duration::seconds(s) {
-                        rt.splay = Some(next_fire + Duration::seconds(s));
-                        if is_when {
-                            rt.when_run = Some(true);
-                        }
-                    } else {
-                        run = true;
+            if self.jobs[key].splay.is_none()
+                && let Some(s) = self.splay(&cfg)
+            {
+                let rt = self.jobs.get_mut(key)?;
+                if now < next_fire + Duration::seconds(s) {
+                    rt.splay = Some(next_fire + Duration::seconds(s));
+                    if is_when {
+                        rt.when_run = Some(true);
                     }
+                } else {
+                    run = true;
                 }
             }
             let rt = self.jobs.get_mut(key)?;
@@ -202,7 +203,7 @@ fn skip(rt: &mut Runtime, reason: &'static str, now: NaiveDateTime) {
     rt.skipped_time = Some(now);
 }
 
-fn fire(
+pub(super) fn fire(
     data: &Map<String, Value>,
     name: String,
     func: String,
@@ -285,10 +286,10 @@ fn once(
     li: Duration,
     name: &str,
 ) -> Step<()> {
-    if let Some(t) = rt.next_fire {
-        if t < now - li || (t > now && rt.splay.is_none()) {
-            return Err(Stop::Continue);
-        }
+    if let Some(t) = rt.next_fire
+        && (t < now - li || (t > now && rt.splay.is_none()))
+    {
+        return Err(Stop::Continue);
     }
     if rt.next_fire.is_none() && rt.splay.is_none() {
         let fmt = data

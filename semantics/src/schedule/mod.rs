@@ -287,3 +287,10 @@ struct Globals {
 }
 
 mod eval;
+
+/// The job `name` as `schedule.run_job` starts it: now, whatever its timing.
+pub fn fire_now(name: &str, data: &Map<String, Value>) -> Fire {
+    let func = job_function(data).unwrap_or_default().to_owned();
+    let jid_include = data.get("jid_include").is_none_or(truthy);
+    eval::fire(data, name.to_owned(), func, jid_include, 0.0)
+}

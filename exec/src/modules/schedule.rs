@@ -1,0 +1,663 @@
+//! Salt's `schedule` module (`salt/modules/schedule.py`, 3007.8): list and change the
+//! minion's schedule. As in Salt, each change is a request to the minion's scheduler (its
+//! `manage_schedule` event), answered with the `/salt/minion/minion_schedule_*_complete`
+//! event's data, which this module fires too and reads its answer from.
+
+use serde_json::{Map, Value, json};
+
+use saltq_semantics::python::truthy;
+use saltq_semantics::schedule::book::list_view;
+use saltq_semantics::schedule::when::strptime;
+
+use crate::error::ExecError;
+use crate::spec::{Call, Function, Lit, Param};
+
+/// The `schedule` module's functions.
+pub(crate) const FUNCTIONS: &[Function] = &[
+    Function::new("schedule.add", handler!(add))
+        .params(&[Param::req("name")])
+        .kwargs()
+        .doc("Add a job to the schedule\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.add job1 function='test.ping' seconds=3600\n"),
+    Function::new("schedule.delete", handler!(delete))
+        .params(&[Param::req("name")])
+        .kwargs()
+        .doc("Delete a job from the minion's schedule\n"),
+    Function::new("schedule.disable", handler!(disable))
+        .kwargs()
+        .doc("Disable all scheduled jobs on the minion\n"),
+    Function::new("schedule.disable_job", handler!(disable_job))
+        .params(&[Param::req("name")])
+        .kwargs()
+        .doc("Disable a job in the minion's schedule\n"),
+    Function::new("schedule.enable", handler!(enable))
+        .kwargs()
+        .doc("Enable all scheduled jobs on the minion\n"),
+    Function::new("schedule.enable_job", handler!(enable_job))
+        .params(&[Param::req("name")])
+        .kwargs()
+        .doc("Enable a job in the minion's schedule\n"),
+    Function::new("schedule.is_enabled", handler!(is_enabled))
+        .params(&[Param::opt("name", Lit::None)])
+        .doc("List a Job only if its enabled\n"),
+    Function::new("schedule.job_status", handler!(job_status))
+        .params(&[Param::req("name"), Param::opt("time_fmt", Lit::Str("%Y-%m-%dT%H:%M:%S"))])
+        .doc("Return the information for a specified job in the schedule\n"),
+    Function::new("schedule.list", handler!(list))
+        .py_name("list_")
+        .params(&[
+            Param::opt("show_all", Lit::Bool(false)),
+            Param::opt("show_disabled", Lit::Bool(true)),
+            Param::opt("where", Lit::None),
+            Param::opt("return_yaml", Lit::Bool(true)),
+            Param::opt("offline", Lit::Bool(false)),
+        ])
+        .doc("List the jobs currently scheduled on the minion\n"),
+    Function::new("schedule.modify", handler!(modify))
+        .params(&[Param::req("name")])
+        .kwargs()
+        .doc("Modify an existing job in the schedule\n"),
+    Function::new("schedule.postpone_job", handler!(postpone_job))
+        .params(&[Param::req("name"), Param::req("current_time"), Param::req("new_time")])
+        .kwargs()
+        .doc("Postpone a job in the minion's schedule\n"),
+    Function::new("schedule.purge", handler!(purge))
+        .kwargs()
+        .doc("Purge all the jobs currently scheduled on the minion\n"),
+    Function::new("schedule.reload", handler!(reload))
+        .py_name("reload_")
+        .doc("Reload saved scheduled jobs on the minion\n"),
+    Function::new("schedule.run_job", handler!(run_job))
+        .params(&[Param::req("name"), Param::opt("force", Lit::Bool(false))])
+        .doc("Run a scheduled job on the minion immediately\n"),
+    Function::new("schedule.save", handler!(save))
+        .kwargs()
+        .doc("Save all scheduled jobs on the minion\n"),
+    Function::new("schedule.show_next_fire_time", handler!(show_next_fire_time))
+        .params(&[Param::req("name")])
+        .kwargs()
+        .doc("Show the next fire time for scheduled job\n"),
+    Function::new("schedule.skip_job", handler!(skip_job))
+        .params(&[Param::req("name"), Param::req("current_time")])
+        .kwargs()
+        .doc("Skip a job in the minion's schedule at specified time.\n"),
+];
+
+/// The tag of the event Salt fires when the scheduler finished `func`.
+fn complete_tag(func: &str) -> &'static str {
+    match func {
+        "add" => "/salt/minion/minion_schedule_add_complete",
+        "delete" | "modify" => "/salt/minion/minion_schedule_delete_complete",
+        "enable_job" => "/salt/minion/minion_schedule_enabled_job_complete",
+        "disable_job" => "/salt/minion/minion_schedule_disabled_job_complete",
+        "enable" => "/salt/minion/minion_schedule_enabled_complete",
+        "disable" => "/salt/minion/minion_schedule_disabled_complete",
+        "save_schedule" => "/salt/minion/minion_schedule_saved",
+        "postpone_job" => "/salt/minion/minion_schedule_postpone_job_complete",
+        "skip_job" => "/salt/minion/minion_schedule_skip_job_complete",
+        "get_next_fire_time" => "/salt/minion/minion_schedule_next_fire_time_complete",
+        "job_status" => "/salt/minion/minion_schedule_job_status_complete",
+        _ => "/salt/minion/minion_schedule_list_complete",
+    }
+}
+
+/// Sends `request` to the minion's scheduler, fires the completion event and answers it.
+fn manage(call: &Call, request: Value) -> Result<Value, ExecError> {
+    let Some(sched) = &call.ctx.schedule else {
+        return Err(ExecError::execution(
+            "the scheduler is not available: schedule.* runs on a minion",
+        ));
+    };
+    let func = request["func"].as_str().unwrap_or_default().to_owned();
+    let mut answer = sched.manage(request);
+    let event = match &mut answer {
+        Value::Object(m) => {
+            let mut m = m.clone();
+            m.remove("saved");
+            Value::Object(m)
+        }
+        other => other.clone(),
+    };
+    if !matches!(func.as_str(), "run_job" | "reload")
+        && let Some(events) = &call.ctx.events
+    {
+        events.send(complete_tag(&func), event);
+    }
+    Ok(answer)
+}
+
+fn schedule_of(answer: &Value) -> Map<String, Value> {
+    answer
+        .get("schedule")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn kw_true(call: &Call, key: &str) -> bool {
+    call.kwargs().get(key).is_some_and(truthy)
+}
+
+fn persist(call: &Call) -> bool {
+    call.kwargs().get("persist").is_none_or(truthy)
+}
+
+fn name_of(call: &Call) -> String {
+    saltq_semantics::python::str(call.arg("name"))
+}
+
+/// The current schedule seen by `list_(show_all=True, where=..., return_yaml=False)`.
+fn current(call: &Call, where_: Option<&str>) -> Result<Map<String, Value>, ExecError> {
+    let answer = manage(call, json!({"func": "list", "where": where_}))?;
+    Ok(list_view(&schedule_of(&answer), true, true, None))
+}
+
+async fn list(call: Call) -> Result<Value, ExecError> {
+    let where_ = call.arg("where").as_str().map(str::to_owned);
+    let answer = manage(&call, json!({"func": "list", "where": where_}))?;
+    let saved = answer
+        .get("saved")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let return_yaml = truthy(call.arg("return_yaml"));
+    let view = list_view(
+        &schedule_of(&answer),
+        truthy(call.arg("show_all")),
+        truthy(call.arg("show_disabled")),
+        return_yaml.then_some(&saved),
+    );
+    if !return_yaml {
+        return Ok(Value::Object(view));
+    }
+    let doc = json!({ "schedule": view });
+    Ok(Value::String(saltq_semantics::output::render(
+        saltq_semantics::output::Outputter::Yaml,
+        &doc,
+        &saltq_semantics::output::OutputOptions::default(),
+    )))
+}
+
+async fn is_enabled(call: Call) -> Result<Value, ExecError> {
+    let answer = manage(&call, json!({"func": "list", "where": null}))?;
+    let view = list_view(&schedule_of(&answer), false, true, None);
+    match call.arg("name") {
+        Value::Null => Ok(view.get("enabled").cloned().unwrap_or(json!(true))),
+        name => Ok(view
+            .get(&saltq_semantics::python::str(name))
+            .cloned()
+            .unwrap_or_else(|| json!({}))),
+    }
+}
+
+/// Salt's `build_schedule_item`: the job's options from the call's keyword arguments, or
+/// the `{comment, result: False}` answer naming what is wrong.
+fn build_item(name: &str, kw: &Map<String, Value>) -> Result<Map<String, Value>, Value> {
+    let fail = |c: &str| json!({"comment": c, "result": false});
+    let mut job = Map::new();
+    job.insert(
+        "function".into(),
+        kw.get("function").cloned().unwrap_or(Value::Null),
+    );
+    let timed = ["seconds", "minutes", "hours", "days"]
+        .iter()
+        .any(|k| kw.contains_key(*k));
+    if timed && (kw.contains_key("when") || kw.contains_key("cron")) {
+        return Err(fail(
+            r#"Unable to use "seconds", "minutes", "hours", or "days" with "when" or "cron" options."#,
+        ));
+    }
+    if kw.contains_key("when") && kw.contains_key("cron") {
+        return Err(fail(
+            r#"Unable to use "when" and "cron" options together.  Ignoring."#,
+        ));
+    }
+    for k in [
+        "seconds",
+        "minutes",
+        "hours",
+        "days",
+        "return_job",
+        "metadata",
+    ] {
+        if let Some(v) = kw.get(k) {
+            job.insert(k.into(), v.clone());
+        }
+    }
+    match kw.get("job_args") {
+        Some(Value::Array(a)) => _ = job.insert("args".into(), Value::Array(a.clone())),
+        Some(_) => {
+            return Err(fail(
+                "job_args is not a list. please correct and try again.",
+            ));
+        }
+        None => {}
+    }
+    match kw.get("job_kwargs") {
+        Some(Value::Object(m)) => _ = job.insert("kwargs".into(), Value::Object(m.clone())),
+        Some(_) => {
+            return Err(fail(
+                "job_kwargs is not a dict. please correct and try again.",
+            ));
+        }
+        None => {}
+    }
+    job.insert(
+        "maxrunning".into(),
+        kw.get("maxrunning").cloned().unwrap_or(json!(1)),
+    );
+    job.insert(
+        "name".into(),
+        kw.get("name").cloned().unwrap_or(json!(name)),
+    );
+    job.insert(
+        "enabled".into(),
+        kw.get("enabled").cloned().unwrap_or(json!(true)),
+    );
+    job.insert(
+        "jid_include".into(),
+        kw.get("jid_include").cloned().unwrap_or(json!(true)),
+    );
+    if let Some(s) = kw.get("splay") {
+        job.insert("splay".into(), s.clone());
+    }
+    if let Some(w) = kw.get("when") {
+        let items = match w {
+            Value::Array(a) => a.clone(),
+            v => vec![v.clone()],
+        };
+        for item in items {
+            let ok = item
+                .as_str()
+                .and_then(|s| saltq_semantics::schedule::when::parse(s, today()))
+                .is_some();
+            if !ok {
+                let s = saltq_semantics::python::str(&item);
+                return Err(fail(&format!(
+                    r#"Schedule item {s} for "when" in invalid."#
+                )));
+            }
+        }
+    }
+    for k in [
+        "range",
+        "when",
+        "once",
+        "once_fmt",
+        "cron",
+        "returner",
+        "after",
+        "return_config",
+        "return_kwargs",
+        "until",
+        "run_on_start",
+        "skip_during_range",
+    ] {
+        if let Some(v) = kw.get(k) {
+            job.insert(k.into(), v.clone());
+        }
+    }
+    Ok(job)
+}
+
+/// The keyword arguments Salt's functions see, without the `__pub_*` keys.
+fn user_kwargs(call: &Call) -> Map<String, Value> {
+    call.kwargs()
+        .iter()
+        .filter(|(k, _)| !k.starts_with("__"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+async fn add(call: Call) -> Result<Value, ExecError> {
+    let name = name_of(&call);
+    let mut ret = json!({"comment": format!("Failed to add job {name} to schedule."), "result": false, "changes": {}});
+    if current(&call, None)?.contains_key(&name) {
+        ret["comment"] = json!(format!("Job {name} already exists in schedule."));
+        return Ok(ret);
+    }
+    let kw = user_kwargs(&call);
+    let timed = ["seconds", "minutes", "hours", "days"]
+        .iter()
+        .any(|k| kw.contains_key(*k));
+    if timed && (kw.contains_key("when") || kw.contains_key("cron")) {
+        ret["comment"] = json!(
+            r#"Error: Unable to use "seconds", "minutes", "hours", or "days" with "when" or "cron" options."#
+        );
+        return Ok(ret);
+    }
+    let job = match build_item(&name, &kw) {
+        Ok(j) => j,
+        Err(e) => return Ok(e),
+    };
+    if kw_true(&call, "test") {
+        return Ok(
+            json!({"comment": format!("Job: {name} would be added to schedule."), "result": true, "changes": {}}),
+        );
+    }
+    let answer = manage(
+        &call,
+        json!({"name": name, "schedule": {&name: job}, "func": "add", "persist": persist(&call)}),
+    )?;
+    if schedule_of(&answer).contains_key(&name) {
+        ret = json!({"comment": format!("Added job: {name} to schedule."), "result": true, "changes": {&name: "added"}});
+    }
+    Ok(ret)
+}
+
+async fn delete(call: Call) -> Result<Value, ExecError> {
+    let name = name_of(&call);
+    if kw_true(&call, "test") {
+        return Ok(
+            json!({"comment": format!("Job: {name} would be deleted from schedule."), "result": true, "changes": {}}),
+        );
+    }
+    let mut ret = json!({"comment": format!("Failed to delete job {name} from schedule."), "result": false, "changes": {}});
+    let in_opts = current(&call, Some("opts"))?.contains_key(&name);
+    if !in_opts && !current(&call, Some("pillar"))?.contains_key(&name) {
+        ret["comment"] = json!(format!("Job {name} does not exist."));
+        return Ok(ret);
+    }
+    let answer = manage(
+        &call,
+        json!({"name": name, "func": "delete", "persist": in_opts && persist(&call),
+        "where": if in_opts { Value::Null } else { json!("pillar") }}),
+    )?;
+    if !schedule_of(&answer).contains_key(&name) {
+        ret = json!({"comment": format!("Deleted Job {name} from schedule."), "result": true, "changes": {&name: "removed"}});
+    }
+    Ok(ret)
+}
+
+async fn purge(call: Call) -> Result<Value, ExecError> {
+    let mut comments = Vec::new();
+    let mut changes = Map::new();
+    for name in current(&call, None)?.keys() {
+        if name == "enabled" || name.starts_with("__") {
+            continue;
+        }
+        if kw_true(&call, "test") {
+            comments.push(json!(format!(
+                "Job: {name} would be deleted from schedule."
+            )));
+            continue;
+        }
+        let answer = manage(
+            &call,
+            json!({"name": name, "func": "delete", "persist": persist(&call)}),
+        )?;
+        if schedule_of(&answer).contains_key(name) {
+            comments.push(json!(format!("Failed to delete job {name} from schedule.")));
+        } else {
+            changes.insert(name.clone(), json!("removed"));
+            comments.push(json!(format!("Deleted job: {name} from schedule.")));
+        }
+    }
+    Ok(json!({"comment": comments, "changes": changes, "result": true}))
+}
+
+async fn modify(call: Call) -> Result<Value, ExecError> {
+    let name = name_of(&call);
+    let mut kw = user_kwargs(&call);
+    let timed = ["seconds", "minutes", "hours", "days"]
+        .iter()
+        .any(|k| kw.contains_key(*k));
+    if timed && (kw.contains_key("when") || kw.contains_key("cron")) {
+        return Ok(
+            json!({"comment": r#"Error: Unable to use "seconds", "minutes", "hours", or "days" with "when" option."#, "changes": {}, "result": false}),
+        );
+    }
+    let all = current(&call, None)?;
+    let Some(Value::Object(cur)) = all.get(&name) else {
+        return Ok(
+            json!({"comment": format!("Job {name} does not exist in schedule."), "changes": {}, "result": false}),
+        );
+    };
+    let mut cur = cur.clone();
+    if !kw.contains_key("function") {
+        kw.insert(
+            "function".into(),
+            cur.get("function").cloned().unwrap_or(Value::Null),
+        );
+    }
+    if let Some(s) = cur.remove("_seconds") {
+        cur.insert("seconds".into(), s);
+    }
+    let new = match build_item(&name, &kw) {
+        Ok(j) => j,
+        Err(e) => return Ok(e),
+    };
+    if Value::Object(new.clone()) == Value::Object(cur.clone()) {
+        return Ok(
+            json!({"comment": format!("Job {name} in correct state"), "changes": {}, "result": true}),
+        );
+    }
+    let changes = json!({&name: {"old": cur, "new": new}});
+    if kw_true(&call, "test") {
+        return Ok(
+            json!({"comment": format!("Job: {name} would be modified in schedule."), "changes": changes, "result": true}),
+        );
+    }
+    let in_opts = current(&call, Some("opts"))?.contains_key(&name);
+    manage(
+        &call,
+        json!({"name": name, "schedule": new, "func": "modify",
+        "persist": in_opts && persist(&call), "where": if in_opts { Value::Null } else { json!("pillar") }}),
+    )?;
+    Ok(
+        json!({"comment": format!("Modified job: {name} in schedule."), "changes": changes, "result": true}),
+    )
+}
+
+async fn run_job(call: Call) -> Result<Value, ExecError> {
+    let name = name_of(&call);
+    let all = current(&call, None)?;
+    let Some(job) = all.get(&name) else {
+        return Ok(json!({"comment": format!("Job {name} does not exist."), "result": false}));
+    };
+    if job.get("enabled").is_some_and(|e| !truthy(e)) && !truthy(call.arg("force")) {
+        return Ok(json!({"comment": format!("Job {name} is disabled."), "result": true}));
+    }
+    manage(&call, json!({"name": name, "func": "run_job"}))?;
+    Ok(json!({"comment": format!("Scheduling Job {name} on minion."), "result": true}))
+}
+
+/// `enable_job` and `disable_job`.
+fn set_job(call: &Call, on: bool) -> Result<Value, ExecError> {
+    let name = name_of(call);
+    let (verb, func) = if on {
+        ("enable", "enable_job")
+    } else {
+        ("disable", "disable_job")
+    };
+    if kw_true(call, "test") {
+        return Ok(
+            json!({"comment": format!("Job: {name} would be {verb}d in schedule."), "result": true, "changes": {}}),
+        );
+    }
+    let in_opts = current(call, Some("opts"))?.contains_key(&name);
+    if !in_opts && !current(call, Some("pillar"))?.contains_key(&name) {
+        return Ok(
+            json!({"comment": format!("Job {name} does not exist."), "result": false, "changes": {}}),
+        );
+    }
+    let answer = manage(
+        call,
+        json!({"name": name, "func": func, "persist": in_opts && persist(call),
+        "where": if in_opts { Value::Null } else { json!("pillar") }}),
+    )?;
+    let now = schedule_of(&answer)
+        .get(&name)
+        .and_then(|j| j.get("enabled"))
+        .map(truthy);
+    let cap = if on { "Enabled" } else { "Disabled" };
+    Ok(if now == Some(on) {
+        json!({"comment": format!("{cap} Job {name} in schedule."), "result": true, "changes": {&name: format!("{verb}d")}})
+    } else {
+        json!({"comment": format!("Failed to {verb} job {name} in schedule."), "result": false, "changes": {}})
+    })
+}
+
+async fn enable_job(call: Call) -> Result<Value, ExecError> {
+    set_job(&call, true)
+}
+
+async fn disable_job(call: Call) -> Result<Value, ExecError> {
+    set_job(&call, false)
+}
+
+/// `enable` and `disable`: the whole schedule.
+fn set_all(call: &Call, on: bool) -> Result<Value, ExecError> {
+    let verb = if on { "enable" } else { "disable" };
+    if kw_true(call, "test") {
+        return Ok(
+            json!({"comment": format!("Schedule would be {verb}d."), "changes": {}, "result": true}),
+        );
+    }
+    let answer = manage(call, json!({"func": verb, "persist": persist(call)}))?;
+    let state = schedule_of(&answer).get("enabled").is_none_or(truthy);
+    let cap = if on { "Enabled" } else { "Disabled" };
+    Ok(if state == on {
+        json!({"comment": format!("{cap} schedule on minion."), "changes": {"schedule": format!("{verb}d")}, "result": true})
+    } else {
+        json!({"comment": format!("Failed to {verb} schedule on minion."), "changes": {}, "result": false})
+    })
+}
+
+async fn enable(call: Call) -> Result<Value, ExecError> {
+    set_all(&call, true)
+}
+
+async fn disable(call: Call) -> Result<Value, ExecError> {
+    set_all(&call, false)
+}
+
+async fn save(call: Call) -> Result<Value, ExecError> {
+    if kw_true(&call, "test") {
+        return Ok(json!({"comment": "Schedule would be saved.", "result": true}));
+    }
+    let answer = manage(&call, json!({"func": "save_schedule"}))?;
+    Ok(if answer.get("complete").is_some_and(truthy) {
+        json!({"comment": "Schedule (non-pillar items) saved.", "result": true})
+    } else {
+        json!({"comment": "Failed to save schedule.", "result": false})
+    })
+}
+
+async fn reload(call: Call) -> Result<Value, ExecError> {
+    let mut comments = Vec::new();
+    if call.ctx.pillar().get("schedule").is_some() {
+        let ok = call.ctx.jobs.refresh_pillar();
+        comments.push(json!(if ok {
+            "Reloaded schedule from pillar on minion."
+        } else {
+            "Failed to reload schedule from pillar on minion."
+        }));
+    }
+    let answer = manage(&call, json!({"func": "reload"}))?;
+    if let Some(e) = answer.get("error").and_then(Value::as_str) {
+        comments.push(json!(format!("Unable to read existing schedule file: {e}")));
+        return Ok(json!({"comment": comments, "result": false}));
+    }
+    if answer.get("reloaded").is_some_and(truthy) {
+        comments.push(json!("Reloaded schedule on minion from schedule.conf."));
+    }
+    Ok(json!({"comment": comments, "result": true}))
+}
+
+/// `postpone_job` and `skip_job`: one explicit time (two for postpone).
+fn explicit(call: &Call, postpone: bool) -> Result<Value, ExecError> {
+    let name = name_of(call);
+    let fmt = call
+        .kwargs()
+        .get("time_fmt")
+        .and_then(Value::as_str)
+        .unwrap_or("%Y-%m-%dT%H:%M:%S")
+        .to_owned();
+    let fail = |c: &str| Ok(json!({"comment": c, "result": false}));
+    let time = saltq_semantics::python::str(call.arg("current_time"));
+    if time.is_empty() || call.arg("current_time").is_null() {
+        return fail(if postpone {
+            "Job current time is required."
+        } else {
+            "Job time is required."
+        });
+    }
+    if strptime(&time, &fmt).is_none() {
+        return fail("Date string could not be parsed.");
+    }
+    let mut request = json!({"name": name, "time": time, "time_fmt": fmt, "func": "skip_job"});
+    if postpone {
+        let new_time = call
+            .opt_arg("new_time")
+            .map(saltq_semantics::python::str)
+            .unwrap_or_default();
+        if new_time.is_empty() {
+            return fail("Job new_time is required.");
+        }
+        if strptime(&new_time, &fmt).is_none() {
+            return fail("Date string could not be parsed.");
+        }
+        request["new_time"] = json!(new_time);
+        request["func"] = json!("postpone_job");
+    }
+    if call.ctx.opt("test").is_some_and(truthy) {
+        let verb = if postpone { "postponed" } else { "skipped" };
+        return Ok(
+            json!({"comment": format!("Job: {name} would be {verb} in schedule."), "result": true}),
+        );
+    }
+    if !current(call, None)?.contains_key(&name) {
+        return fail(&format!("Job {name} does not exist."));
+    }
+    let answer = manage(call, request)?;
+    let ok = schedule_of(&answer)
+        .get(&name)
+        .and_then(|j| j.get("enabled"))
+        .is_some_and(truthy);
+    Ok(match (ok, postpone) {
+        (true, true) => {
+            json!({"comment": format!("Postponed Job {name} in schedule."), "result": true})
+        }
+        (true, false) => {
+            json!({"comment": format!("Added Skip Job {name} in schedule."), "result": true})
+        }
+        (false, true) => {
+            json!({"comment": format!("Failed to postpone job {name} in schedule."), "result": false})
+        }
+        (false, false) => {
+            json!({"comment": format!("Failed to skip job {name} in schedule."), "result": false})
+        }
+    })
+}
+
+async fn postpone_job(call: Call) -> Result<Value, ExecError> {
+    explicit(&call, true)
+}
+
+async fn skip_job(call: Call) -> Result<Value, ExecError> {
+    explicit(&call, false)
+}
+
+async fn show_next_fire_time(call: Call) -> Result<Value, ExecError> {
+    let name = name_of(&call);
+    let answer = manage(&call, json!({"name": name, "func": "get_next_fire_time"}))?;
+    Ok(match answer.get("next_fire_time") {
+        Some(t) if !t.is_null() => json!({"result": true, "next_fire_time": t}),
+        _ => json!({"result": true, "comment": "next fire time not available."}),
+    })
+}
+
+async fn job_status(call: Call) -> Result<Value, ExecError> {
+    let name = name_of(&call);
+    let fmt = saltq_semantics::python::str(call.arg("time_fmt"));
+    let answer = manage(
+        &call,
+        json!({"name": name, "func": "job_status", "fire_event": true, "time_fmt": fmt}),
+    )?;
+    Ok(answer.get("data").cloned().unwrap_or_else(|| json!({})))
+}
+
+/// Today's local date, for reading `when` strings as dateutil does.
+fn today() -> chrono::NaiveDate {
+    chrono::Local::now().date_naive()
+}
