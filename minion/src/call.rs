@@ -80,8 +80,15 @@ async fn fetch_pillar(cfg: &MinionConfig) -> anyhow::Result<(Value, Channel)> {
 
 /// Runs the call; returns the exit code.
 pub async fn run(cfg: MinionConfig, a: CallArgs) -> i32 {
-    let (pillar, chan) = if a.local {
-        (json!({}), None)
+    let grains = cfg.compute_grains();
+    let (pillar, chan) = if a.local || cfg.file_client_local {
+        // Masterless, as `salt-call --local`: the pillar from the minion's own tree, compiled
+        // on a blocking thread (rendering may run commands).
+        let (c, g) = (cfg.clone(), grains.clone());
+        let pillar = tokio::task::spawn_blocking(move || crate::masterless::compile_pillar(&c, &g))
+            .await
+            .unwrap_or_default();
+        (Value::Object(pillar), None)
     } else {
         match fetch_pillar(&cfg).await {
             Ok((p, ch)) => (p, Some(ch)),
@@ -91,7 +98,6 @@ pub async fn run(cfg: MinionConfig, a: CallArgs) -> i32 {
             }
         }
     };
-    let grains = cfg.compute_grains();
     let files: Arc<dyn saltq_exec::FileClient> = match chan {
         None => Arc::new(local_files(&cfg)),
         Some(ch) => Arc::new(MasterFiles {

@@ -52,6 +52,17 @@ pub struct RawConfig {
     /// The minion's own fileserver for `saltq-minion call --local` (Salt's `file_roots` with
     /// `file_client: local`): `{saltenv: [dir, ...]}`.
     pub file_roots: Option<std::collections::BTreeMap<String, Vec<PathBuf>>>,
+    /// `local` (masterless: pillar and `salt://` from this minion's own `file_roots` and
+    /// `pillar_roots`, as `salt-call --local`) or `remote` (default: the master's).
+    pub file_client: Option<String>,
+    /// The minion's own pillar tree for masterless runs (Salt's `pillar_roots`).
+    pub pillar_roots: Option<std::collections::BTreeMap<String, Vec<PathBuf>>>,
+    /// Pillar given in the config (Salt's `pillar`): the base the compiled pillar merges over.
+    pub pillar: Option<Map<String, Value>>,
+    /// External pillar sources for masterless runs (Salt's list form).
+    pub ext_pillar: Option<Value>,
+    /// Where the `gpg` renderer's keys are (Salt's, default `<config dir>/gpgkeys`).
+    pub gpg_keydir: Option<PathBuf>,
     /// Digest used to compare cached files (Salt's `hash_type`, default sha256).
     pub hash_type: Option<String>,
     /// CA file that vouches for the master; without it the master's CA is pinned on first use.
@@ -198,6 +209,8 @@ pub struct MinionConfig {
     pub module_dirs: Vec<PathBuf>,
     /// The local fileserver (`file_roots`), for `call --local`.
     pub file_roots: saltq_fileserver::Roots,
+    /// `file_client: local`: `call` runs masterless, as with `--local`.
+    pub file_client_local: bool,
     /// The digest of `--local` file comparisons (`hash_type`).
     pub hash_type: String,
     /// CA vouching for the master.
@@ -438,6 +451,8 @@ impl MinionConfig {
                 Value::String(cfg.cachedir.display().to_string()),
             );
             o.insert("module_dirs".into(), serde_json::json!(cfg.module_dirs));
+            // The gpg renderer's keys: Salt's default is beside the config file.
+            o.insert("config_dir".into(), Value::String(dir.display().to_string()));
         }
         Ok(cfg)
     }
@@ -452,6 +467,17 @@ impl MinionConfig {
             key: key.into(),
             message,
         };
+        let file_client_local = match raw.file_client.as_deref() {
+            None | Some("remote") => false,
+            Some("local") => true,
+            Some(other) => {
+                return Err(bad("file_client", format!("{other:?} is not local or remote")));
+            }
+        };
+        if let Some(e) = &raw.ext_pillar {
+            saltq_states::pillar::ext::from_config(e, &opts, &[])
+                .map_err(|m| bad("ext_pillar", m))?;
+        }
         let root = raw.root_dir.unwrap_or_else(|| PathBuf::from("/"));
         if !root.is_absolute() {
             return Err(bad(
@@ -557,6 +583,7 @@ impl MinionConfig {
             ),
             module_dirs: raw.module_dirs.clone().unwrap_or_default(),
             file_roots: saltq_fileserver::Roots::new(raw.file_roots.clone().unwrap_or_default()),
+            file_client_local,
             hash_type,
             ca_file: raw.ca_file.map(|p| rooted(&root, &p)),
             master_finger: raw.master_finger,
