@@ -253,6 +253,21 @@ pub trait MasterClient: Send + Sync {
     fn orchestration_jid(&self) -> String;
 }
 
+/// The master's Salt Mine as a minion reaches it (Salt's `_mine`, `_mine_get`,
+/// `_mine_delete` and `_mine_flush` requests). The minion implements it over its connection,
+/// the master for its own state runs (orchestration).
+pub trait MineClient: Send + Sync {
+    /// Stores this minion's `{function: data}`, merged into its mine or replacing it (`clear`).
+    fn store(&self, data: Map<String, Value>, clear: bool) -> MasterFuture<()>;
+    /// The mine data of the minions matching `tgt`: `{id: data}` for one function,
+    /// `{function: {id: data}}` for several; `fun` is a string or a list.
+    fn get(&self, tgt: &str, tgt_type: &str, fun: Value) -> MasterFuture<Value>;
+    /// Removes one function from this minion's mine.
+    fn delete(&self, fun: &str) -> MasterFuture<()>;
+    /// Removes all of this minion's mine.
+    fn flush(&self) -> MasterFuture<()>;
+}
+
 /// The process groups a job's commands run in, so that the minion can signal them
 /// (`saltutil.signal_job`) while the job runs. Each `cmd.*` child leads its own group;
 /// the group is listed here from spawn until the command is done with.
@@ -348,6 +363,9 @@ pub struct CallContext {
     /// The master's client API, for state runs on the master (orchestration); `None` on a
     /// minion, where the `salt.*` states refuse to run.
     pub master: Option<Arc<dyn MasterClient>>,
+    /// The master's mine (`mine.*`); `None` keeps the mine in the minion's cachedir, as a
+    /// masterless Salt minion does.
+    pub mine: Option<Arc<dyn MineClient>>,
     /// The process groups of this job's commands. Use [`CallContext::for_job`] to give each
     /// job its own.
     pub processes: ProcessGroups,
@@ -375,6 +393,7 @@ impl CallContext {
             files: None,
             states: None,
             master: None,
+            mine: None,
             processes: ProcessGroups::default(),
             beacons: None,
             schedule: None,
@@ -436,6 +455,12 @@ impl CallContext {
     /// The same context with the master's client API (a state run on the master).
     pub fn with_master(mut self, master: Arc<dyn MasterClient>) -> Self {
         self.master = Some(master);
+        self
+    }
+
+    /// The same context with the master's mine.
+    pub fn with_mine(mut self, mine: Arc<dyn MineClient>) -> Self {
+        self.mine = Some(mine);
         self
     }
 

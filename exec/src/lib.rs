@@ -48,9 +48,16 @@ pub mod git {
 }
 pub use context::{
     CallContext, EventSink, FetchFuture, FileClient, FileFuture, FileHash, GroupWatch, JobControl,
-    MasterClient, MasterFuture, MasterJob, ModuleSource, NoJobs, ProcessGroups, PubInfo,
-    ScheduleControl, StateSystem, SyncedFile,
+    MasterClient, MasterFuture, MasterJob, MineClient, ModuleSource, NoJobs, ProcessGroups,
+    PubInfo, ScheduleControl, StateSystem, SyncedFile,
 };
+/// The mine's data shapes (Salt's `salt.utils.mine`), shared with the master.
+pub mod mine {
+    pub use crate::modules::mine::{
+        ACL_DATA, ACL_ID, Definition, entry_data, parse_definition, put_answer,
+        requested_functions, wrap_acl,
+    };
+}
 pub use difflib::{unified_diff, unified_diff_lines};
 pub use dispatch::{CallOutcome, DirectError, EX_GENERIC, available, call, call_direct};
 pub use error::ExecError;

@@ -23,6 +23,10 @@ pub const RUNNERS: &[(&str, &str)] = &[
         "Return cached grains of the targeted minions.",
     ),
     (
+        "cache.mine",
+        "Return cached mine data of the targeted minions.",
+    ),
+    (
         "cache.pillar",
         "Return cached pillars of the targeted minions.",
     ),
@@ -106,6 +110,10 @@ pub const RUNNERS: &[(&str, &str)] = &[
     (
         "manage.versions",
         "Check the version of active minions against the master's.",
+    ),
+    (
+        "mine.get",
+        "Gathers the data from the specified minions' mine, pass in the target, function to look up and the target type.",
     ),
     (
         "saltutil.sync_all",

@@ -12,6 +12,7 @@
 
 mod error;
 mod filter;
+mod mine;
 mod postgres;
 mod sqlite;
 mod writer;
@@ -24,6 +25,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, oneshot, watch};
 
 pub use crate::error::{CacheError, Cause};
+pub use crate::mine::MineData;
 use crate::writer::{Request, Stats};
 
 /// A job as the master published it.

@@ -90,6 +90,8 @@ struct Sql {
     /// Takes the next jid for every master sharing this cache: the candidate, or a microsecond
     /// past the last one when that is not older; one statement, so the row lock orders masters.
     allocate_jid: String,
+    /// The mine's table, schema-qualified (see `mine.rs`).
+    pub(crate) mine: String,
 }
 
 impl Sql {
@@ -103,6 +105,7 @@ impl Sql {
         let returns = format!("{prefix}saltq_returns");
         let last_jid = format!("{prefix}saltq_last_jid");
         let health = format!("{prefix}saltq_health");
+        let mine = format!("{prefix}saltq_mine");
         Sql {
             create: format!(
                 "SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY});
@@ -135,6 +138,10 @@ impl Sql {
                  CREATE TABLE IF NOT EXISTS {health} (
                      one        boolean PRIMARY KEY DEFAULT true CHECK (one),
                      checked_at timestamptz NOT NULL
+                 );
+                 CREATE TABLE IF NOT EXISTS {mine} (
+                     minion_id text COLLATE \"C\" PRIMARY KEY,
+                     data      jsonb NOT NULL
                  );"
             ),
             save_job: format!(
@@ -191,6 +198,7 @@ impl Sql {
                      + interval '1 microsecond', 'YYYYMMDDHH24MISSUS'))
                  RETURNING jid"
             ),
+            mine,
         }
     }
 }
@@ -547,8 +555,8 @@ struct ReadStatements {
 }
 
 /// A read connection with its statements.
-struct ReadConn {
-    client: Client,
+pub(crate) struct ReadConn {
+    pub(crate) client: Client,
     statements: ReadStatements,
 }
 
@@ -561,8 +569,13 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
+    /// The mine's schema-qualified table name.
+    pub(crate) fn mine_table(&self) -> &str {
+        &self.target.sql.mine
+    }
+
     /// The read connection, (re)connecting if there is none or it was lost.
-    async fn conn(&self) -> Result<Arc<ReadConn>, ReadError> {
+    pub(crate) async fn conn(&self) -> Result<Arc<ReadConn>, ReadError> {
         let mut slot = self.conn.lock().await;
         if let Some(conn) = slot.as_ref()
             && !conn.client.is_closed()

@@ -48,6 +48,10 @@ CREATE TABLE IF NOT EXISTS health (
     one        INTEGER PRIMARY KEY CHECK (one = 1),
     checked_at INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS mine (
+    minion_id TEXT PRIMARY KEY,
+    data      TEXT NOT NULL
+);
 ";
 
 /// Any error, on the way to becoming a [`Cause`].
@@ -293,8 +297,13 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
+    /// The database file (the mine opens its own write connections on it).
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Runs `f` with a read connection on the blocking pool.
-    async fn with_conn<T, F>(&self, f: F) -> Result<T, ReadError>
+    pub(crate) async fn with_conn<T, F>(&self, f: F) -> Result<T, ReadError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, ReadError> + Send + 'static,

@@ -15,6 +15,7 @@ mod keys;
 mod load;
 mod metrics;
 mod minion_data;
+mod mine;
 mod netapi;
 mod orchestrate;
 mod pillar;

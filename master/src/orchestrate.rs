@@ -228,7 +228,11 @@ pub async fn context(master: &Arc<Master>, user: &str, jid: &str) -> Result<Call
         .with_files(Arc::new(files))
         .with_states(Arc::new(saltq_states::Engine::new()))
         .with_events(Arc::new(MasterEvents(master.clone())))
-        .with_master(Arc::new(client));
+        .with_master(Arc::new(client))
+        .with_mine(Arc::new(crate::mine::MasterMine {
+            master: master.clone(),
+            id: id.clone(),
+        }));
     *ctx.pillar.write().unwrap_or_else(|e| e.into_inner()) = pillar;
     Ok(ctx)
 }

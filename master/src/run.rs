@@ -611,6 +611,7 @@ fn returners(master: &Master) -> Result<saltq_returners::Returners, StartError> 
     })
 }
 
+    tokio::spawn(crate::mine::forget_deleted(master.clone()));
 /// Starts the event-return queue and the task feeding it from the bus, if `event_return` is
 /// set.
 fn start_event_returners(

@@ -102,6 +102,18 @@ pub struct RawConfig {
     pub startup_states: Option<String>,
     /// The SLS names `startup_states: sls` applies: a list, or one name.
     pub sls_list: Option<Value>,
+    /// The Salt Mine's functions (Salt's `mine_functions`): `{function or alias: [args] or
+    /// {kwargs}}` (or a list of names); read by `mine.update` from the options.
+    pub mine_functions: Option<Value>,
+    /// Send the mine at start and every `mine_interval` (Salt's `mine_enabled`, default true);
+    /// read from the options.
+    pub mine_enabled: Option<bool>,
+    /// Minutes between two `mine.update` runs (Salt's `mine_interval`, default 60); read from
+    /// the options.
+    pub mine_interval: Option<u64>,
+    /// Return the scheduled `mine.update` jobs to the master (Salt's `mine_return_job`,
+    /// default false); read from the options.
+    pub mine_return_job: Option<bool>,
     /// The top file `startup_states: top` applies (e.g. `top_startup.sls`).
     pub top_file: Option<String>,
     /// The hosts file the `hosts` module and `host` states edit (Salt's `hosts.file`,
@@ -477,6 +489,16 @@ impl MinionConfig {
         if let Some(e) = &raw.ext_pillar {
             saltq_states::pillar::ext::from_config(e, &opts, &[])
                 .map_err(|m| bad("ext_pillar", m))?;
+        }
+        if let Some(m) = raw
+            .mine_functions
+            .as_ref()
+            .filter(|m| !(m.is_object() || m.is_array()))
+        {
+            return Err(bad(
+                "mine_functions",
+                format!("{m} is not a dict (or list) of mine functions"),
+            ));
         }
         let root = raw.root_dir.unwrap_or_else(|| PathBuf::from("/"));
         if !root.is_absolute() {

@@ -324,7 +324,11 @@ impl Calls {
             chan: chan_rx.clone(),
             cfg: cfg.clone(),
         }))
-        .with_states(Arc::new(saltq_states::Engine::new()));
+        .with_states(Arc::new(saltq_states::Engine::new()))
+        .with_mine(Arc::new(crate::mine::MasterMine {
+            chan: chan_rx.clone(),
+            cfg: cfg.clone(),
+        }));
         let ctx = match &shared.reaper {
             Some(r) => ctx.with_process_watch(r.clone()),
             None => ctx,
@@ -355,6 +359,8 @@ struct Cert {
     trust: saltq_transport::tls::ServerTrust,
     /// What renewal needs to know of `ident`.
     held: Held,
+    /// Whether the mine went to the master since start (Salt's `mine.update` on start).
+    mine_sent: bool,
 }
 
 /// The minion's main loop and what its handlers change: one method per [`Event`].
@@ -419,6 +425,7 @@ impl Driver {
             _ = shutdown.wait_for(|s| *s) => Event::Shutdown,
             e = self.phase.next() => e,
             Some(r) = refresh_rx.recv(), if serving => Event::Refresh(r),
+            mine_sent: false,
             e = self.renewal.next(), if serving => e,
         }
     }
@@ -711,6 +718,9 @@ enum Event {
     /// An execution function asked for a refresh.
     Refresh(Refresh),
     /// Time to ask the master for a certificate.
+                if !std::mem::replace(&mut self.calls.mine_sent, true) {
+                    crate::mine::update_at_start(&self.calls.ctx);
+                }
     RenewDue,
     /// The master answered the certificate request.
     Renewed(Result<pb::RenewCertificateResponse, Status>),

@@ -64,6 +64,7 @@ pub(crate) mod group;
 pub(crate) mod hosts;
 pub(crate) mod kmod;
 pub(crate) mod locale;
+pub(crate) mod mine;
 pub(crate) mod mount;
 pub(crate) mod network;
 pub(crate) mod pillar;
@@ -98,6 +99,7 @@ pub(crate) const MODULES: &[&[Function]] = &[
     hosts::FUNCTIONS,
     kmod::FUNCTIONS,
     locale::FUNCTIONS,
+    mine::FUNCTIONS,
     mount::FUNCTIONS,
     network::FUNCTIONS,
     pillar::FUNCTIONS,

@@ -50,6 +50,12 @@ async fn pillar(ctx: RunnerCtx, a: Args) -> Result<Value, String> {
     pick(&ctx, &a, false)
 }
 
+async fn mine(ctx: RunnerCtx, a: Args) -> Result<Value, String> {
+    let tgt = a.str("tgt").unwrap_or_else(|| "*".into());
+    let tgt_type = a.str("tgt_type").unwrap_or_else(|| "glob".into());
+    crate::mine::cached(&ctx.master, &tgt, &tgt_type).await
+}
+
 async fn clear(ctx: RunnerCtx, a: Args, grains: bool, pillar: bool) -> Result<Value, String> {
     for id in matching(&ctx, &a)? {
         ctx.master.facts.clear(&id, grains, pillar);
@@ -84,6 +90,12 @@ pub static RUNNERS: &[Runner] = &[
         pillar,
         TGT,
         "Return cached pillars of the targeted minions."
+    ),
+    runner!(
+        "cache.mine",
+        mine,
+        TGT,
+        "Return cached mine data of the targeted minions."
     ),
     runner!(
         "cache.clear_grains",

@@ -8,6 +8,7 @@ mod doc;
 mod external;
 mod jobs;
 mod manage;
+mod mine;
 mod misc;
 mod state;
 
@@ -59,6 +60,7 @@ pub fn table() -> Vec<&'static Runner> {
         .iter()
         .chain(manage::RUNNERS)
         .chain(cache::RUNNERS)
+        .chain(mine::RUNNERS)
         .chain(misc::RUNNERS)
         .chain(state::RUNNERS)
         .chain(doc::RUNNERS)

@@ -374,6 +374,44 @@ impl MinionService for MinionApi {
         Ok(Response::new(FileStream { rx }))
     }
 
+    async fn mine_store(
+        &self,
+        req: Request<pb::MineStoreRequest>,
+    ) -> Result<Response<pb::MineStoreResponse>, Status> {
+        let id = self.admit(&req, false)?;
+        super::mine::store(&self.master, &id, req.into_inner())
+            .await
+            .map(Response::new)
+    }
+
+    async fn mine_get(
+        &self,
+        req: Request<pb::MineGetRequest>,
+    ) -> Result<Response<pb::MineGetResponse>, Status> {
+        let id = self.admit(&req, false)?;
+        super::mine::get(&self.master, &id, req.into_inner())
+            .await
+            .map(Response::new)
+    }
+
+    async fn mine_delete(
+        &self,
+        req: Request<pb::MineDeleteRequest>,
+    ) -> Result<Response<pb::MineDeleteResponse>, Status> {
+        let id = self.admit(&req, false)?;
+        super::mine::delete(&self.master, &id, req.into_inner())
+            .await
+            .map(Response::new)
+    }
+
+    async fn mine_flush(
+        &self,
+        req: Request<pb::MineFlushRequest>,
+    ) -> Result<Response<pb::MineFlushResponse>, Status> {
+        let id = self.admit(&req, false)?;
+        super::mine::flush(&self.master, &id).await.map(Response::new)
+    }
+
     async fn renew_certificate(
         &self,
         req: Request<pb::RenewCertificateRequest>,

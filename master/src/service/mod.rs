@@ -4,6 +4,7 @@
 pub mod events;
 pub mod jobs;
 pub mod keys;
+pub mod mine;
 pub mod minion;
 pub mod runner;
 

@@ -17,6 +17,7 @@ mod fuzz_saltapi;
 mod handshake;
 mod interop;
 mod jobs;
+mod mine;
 mod minion_link;
 mod ops;
 mod ops_hardening;
