@@ -21,6 +21,8 @@ use saltq_semantics::python::{self, truthy};
 
 use crate::context::CallContext;
 
+#[cfg(test)]
+mod differential;
 mod diskusage;
 mod inotify;
 mod load;
