@@ -16,12 +16,14 @@ pub struct RawConfig {
     pub root_dir: Option<PathBuf>,
     /// Minion id (default: the host's FQDN).
     pub id: Option<String>,
-    /// The master: `HOST` or `HOST:PORT` (IPv6 as `[::1]:4506`), or a list of them for
-    /// `master_type: failover` (default `salt`, as Salt).
+    /// The master: `HOST` or `HOST:PORT` (IPv6 as `[::1]:4506`), or a list of them: with
+    /// `master_type: str` the minion connects to all at once (Salt's multi-master), with
+    /// `failover` to one at a time (default `salt`, as Salt).
     pub master: Option<Value>,
     /// Port of a master named without one (default 4506).
     pub master_port: Option<u16>,
-    /// `str` (default: one master) or `failover` (a list, used one at a time, in order).
+    /// `str` (default: every master listed, at once) or `failover` (a list, used one at a
+    /// time, in order).
     pub master_type: Option<String>,
     /// Shuffle the master list once at start (Salt's `random_master`, default false).
     pub random_master: Option<bool>,
@@ -67,8 +69,10 @@ pub struct RawConfig {
     pub hash_type: Option<String>,
     /// CA file that vouches for the master; without it the master's CA is pinned on first use.
     pub ca_file: Option<PathBuf>,
-    /// Expected fingerprint of the master's CA (Salt's `master_finger`).
-    pub master_finger: Option<String>,
+    /// Expected fingerprint of the master's CA (Salt's `master_finger`): one for every master,
+    /// or, with several masters at once, a list with one per master (independent masters have
+    /// different CAs).
+    pub master_finger: Option<Value>,
     /// Seconds between tries while the key is pending (Salt's `acceptance_wait_time`, default 10).
     pub acceptance_wait_time: Option<f64>,
     /// First reconnect delay in milliseconds (Salt's `recon_default`, default 1000).
@@ -199,7 +203,8 @@ pub struct MinionConfig {
     pub file: PathBuf,
     /// Minion id.
     pub id: String,
-    /// The masters, in the order written; never empty. One unless `master_type` is failover.
+    /// The masters, in the order written; never empty, no master twice. Several with
+    /// `master_type: str` are linked all at once (`multi.rs`), with failover one at a time.
     pub masters: Vec<MasterAddr>,
     /// The port of a master named without one (`master_port`), for `swarm --master`.
     pub master_port: u16,
@@ -229,6 +234,11 @@ pub struct MinionConfig {
     pub ca_file: Option<PathBuf>,
     /// Expected master CA fingerprint.
     pub master_finger: Option<String>,
+    /// One expected CA fingerprint per master (a `master_finger` list), else empty.
+    pub master_finger_each: Vec<String>,
+    /// The file under `pki_dir` the master's CA is pinned in (`master_ca.crt`; with several
+    /// masters at once, one file per master: `multi.rs`).
+    pub pinned_ca_name: String,
     /// Wait while pending.
     pub acceptance_wait_time: Duration,
     /// Reconnect backoff.
@@ -416,19 +426,60 @@ fn masters(
         .map(|n| MasterAddr::parse(n, default_port))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| ("master", e))?;
-    if kind == MasterType::Str && list.len() > 1 {
+    if let Some((i, m)) = list
+        .iter()
+        .enumerate()
+        .find(|(i, m)| list[..*i].contains(m))
+    {
         return Err((
-            "master_type",
+            "master",
             format!(
-                "master lists {} masters, which needs master_type: failover: saltq does not \
-                 connect to several masters at once (Salt's multi-master); a saltq cluster is \
-                 one master, so list its replicas with master_type: failover and the minion \
-                 uses one at a time",
-                list.len()
+                "{m} is listed twice (as master {} and {})",
+                list[..i].iter().position(|x| x == m).unwrap_or(0) + 1,
+                i + 1
             ),
         ));
     }
     Ok((list, kind))
+}
+
+/// Validates `master_finger`: one fingerprint for every master (Salt's, whose masters share a
+/// key), or a list with one per master when several are linked at once.
+fn master_fingers(
+    raw: Option<&Value>,
+    masters: usize,
+    kind: MasterType,
+) -> Result<(Option<String>, Vec<String>), String> {
+    match raw {
+        None | Some(Value::Null) => Ok((None, vec![])),
+        Some(Value::String(s)) => Ok((Some(s.clone()), vec![])),
+        Some(Value::Array(list)) if kind == MasterType::Str && masters > 1 => {
+            let each = list
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| format!("{v} is not a fingerprint: expected a string"))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            if each.len() != masters {
+                return Err(format!(
+                    "lists {} fingerprints for {masters} masters: give one per master, in the \
+                     order of master",
+                    each.len()
+                ));
+            }
+            Ok((None, each))
+        }
+        Some(Value::Array(_)) => Err(
+            "a list (one fingerprint per master) needs several masters with master_type: str; \
+             give one fingerprint"
+                .into(),
+        ),
+        Some(other) => Err(format!(
+            "{other} is not a fingerprint: expected a string, or a list of one per master"
+        )),
+    }
 }
 
 impl MinionConfig {
@@ -464,7 +515,10 @@ impl MinionConfig {
             );
             o.insert("module_dirs".into(), serde_json::json!(cfg.module_dirs));
             // The gpg renderer's keys: Salt's default is beside the config file.
-            o.insert("config_dir".into(), Value::String(dir.display().to_string()));
+            o.insert(
+                "config_dir".into(),
+                Value::String(dir.display().to_string()),
+            );
         }
         Ok(cfg)
     }
@@ -479,17 +533,6 @@ impl MinionConfig {
             key: key.into(),
             message,
         };
-        let file_client_local = match raw.file_client.as_deref() {
-            None | Some("remote") => false,
-            Some("local") => true,
-            Some(other) => {
-                return Err(bad("file_client", format!("{other:?} is not local or remote")));
-            }
-        };
-        if let Some(e) = &raw.ext_pillar {
-            saltq_states::pillar::ext::from_config(e, &opts, &[])
-                .map_err(|m| bad("ext_pillar", m))?;
-        }
         if let Some(m) = raw
             .mine_functions
             .as_ref()
@@ -499,6 +542,20 @@ impl MinionConfig {
                 "mine_functions",
                 format!("{m} is not a dict (or list) of mine functions"),
             ));
+        }
+        let file_client_local = match raw.file_client.as_deref() {
+            None | Some("remote") => false,
+            Some("local") => true,
+            Some(other) => {
+                return Err(bad(
+                    "file_client",
+                    format!("{other:?} is not local or remote"),
+                ));
+            }
+        };
+        if let Some(e) = &raw.ext_pillar {
+            saltq_states::pillar::ext::from_config(e, &opts, &[])
+                .map_err(|m| bad("ext_pillar", m))?;
         }
         let root = raw.root_dir.unwrap_or_else(|| PathBuf::from("/"));
         if !root.is_absolute() {
@@ -539,6 +596,9 @@ impl MinionConfig {
             master_port,
         )
         .map_err(|(key, message)| bad(key, message))?;
+        let (finger_one, finger_each) =
+            master_fingers(raw.master_finger.as_ref(), masters.len(), master_type)
+                .map_err(|m| bad("master_finger", m))?;
         let non_negative = |key: &str, v: Option<f64>, default: f64| {
             let v = v.unwrap_or(default);
             if (0.0..=MAX_SECS).contains(&v) {
@@ -608,7 +668,9 @@ impl MinionConfig {
             file_client_local,
             hash_type,
             ca_file: raw.ca_file.map(|p| rooted(&root, &p)),
-            master_finger: raw.master_finger,
+            master_finger: finger_one,
+            master_finger_each: finger_each,
+            pinned_ca_name: crate::identity::PINNED_CA_FILE.into(),
             acceptance_wait_time: secs("acceptance_wait_time", raw.acceptance_wait_time, 10.0)?,
             recon_default: Duration::from_millis(raw.recon_default.unwrap_or(1000)),
             recon_max: Duration::from_millis(raw.recon_max.unwrap_or(10000)),
@@ -859,24 +921,89 @@ mod tests {
     }
 
     #[test]
-    fn several_masters_at_once_are_refused_naming_master_type() {
-        refused(
-            RawConfig {
-                master: Some(json!(["m1", "m2"])),
-                ..Default::default()
-            },
-            "master_type",
-            "master lists 2 masters, which needs master_type: failover",
-        );
-        refused(
-            RawConfig {
-                master: Some(json!(["m1", "m2", "m3"])),
-                master_type: Some("str".into()),
-                ..Default::default()
-            },
-            "master_type",
-            "a saltq cluster is one master",
-        );
+    fn several_masters_at_once_are_taken_with_a_finger_each_and_none_twice() {
+        let c = load(RawConfig {
+            master: Some(json!(["m1", "m2:4600"])),
+            master_finger: Some(json!(["aa:01", "bb:02"])),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(c.masters, vec![addr("m1", 4506), addr("m2", 4600)]);
+        assert_eq!(c.master_type, MasterType::Str);
+        assert_eq!(c.master_finger, None);
+        assert_eq!(c.master_finger_each, vec!["aa:01", "bb:02"]);
+        // Salt's one finger, for masters sharing a CA.
+        let c = load(RawConfig {
+            master: Some(json!(["m1", "m2"])),
+            master_finger: Some(json!("aa:01")),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(c.master_finger.as_deref(), Some("aa:01"));
+        assert!(c.master_finger_each.is_empty());
+        assert_eq!(c.pinned_ca_name, "master_ca.crt");
+        for (master, kind, finger, key, says) in [
+            (
+                json!(["m1", "m1:4506"]),
+                "str",
+                json!(null),
+                "master",
+                "m1:4506 is listed twice (as master 1 and 2)",
+            ),
+            (
+                json!(["m1", "m2", "m1"]),
+                "failover",
+                json!(null),
+                "master",
+                "m1:4506 is listed twice (as master 1 and 3)",
+            ),
+            (
+                json!(["m1", "m2"]),
+                "str",
+                json!(["aa"]),
+                "master_finger",
+                "lists 1 fingerprints for 2 masters",
+            ),
+            (
+                json!(["m1", "m2"]),
+                "str",
+                json!(["aa", 3]),
+                "master_finger",
+                "3 is not a fingerprint",
+            ),
+            (
+                json!(["m1", "m2"]),
+                "failover",
+                json!(["aa", "bb"]),
+                "master_finger",
+                "needs several masters with master_type: str",
+            ),
+            (
+                json!("m1"),
+                "str",
+                json!(["aa"]),
+                "master_finger",
+                "needs several masters",
+            ),
+            (
+                json!("m1"),
+                "str",
+                json!({"a": 1}),
+                "master_finger",
+                "is not a fingerprint",
+            ),
+        ] {
+            refused(
+                RawConfig {
+                    master: Some(master),
+                    master_type: Some(kind.into()),
+                    master_finger: (!finger.is_null()).then_some(finger),
+                    ..Default::default()
+                },
+                key,
+                says,
+            );
+        }
     }
 
     #[test]

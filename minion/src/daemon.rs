@@ -7,6 +7,9 @@
 //! `enum Event`. Every way out (whatever the link state) goes through one exit that kills
 //! running jobs and closes the connection. The outbox lives beside the loop, not in a
 //! connection: unacknowledged returns go to whichever master the minion reaches next.
+//!
+//! With several masters at once (Salt's multi-master, `multi.rs`) [`run_with`] starts one
+//! `Driver` per master, each with its own link, trust, pillar and outbox, over one job table.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -31,6 +34,7 @@ use crate::config::{MasterAddr, MasterType, MinionConfig};
 use crate::identity;
 use crate::jobs::{Jobs, Refresh};
 use crate::link::{Action, Input, KeyState, Link};
+use crate::multi;
 use crate::reaper::Reaper;
 use crate::renewal::{self, Held};
 
@@ -42,28 +46,39 @@ fn client(ch: Channel, cfg: &MinionConfig) -> Client {
         .max_encoding_message_size(cfg.limits.max_message_size)
 }
 
-/// Sends minion events (`event.send`, `event.fire_master`) to the master's bus.
+/// Sends minion events (`event.send`, `event.fire_master`) to the masters' buses: to every
+/// master connected now, as Salt's minion instances each forward a `fire_master` from the
+/// minion's bus to their own master (a master not connected misses it).
 struct MasterEvents {
-    chan: watch::Receiver<Option<Channel>>,
+    /// Each instance's subscribed connection (one without several masters).
+    chans: Vec<watch::Receiver<Option<Channel>>>,
     cfg: Arc<MinionConfig>,
 }
 
 impl EventSink for MasterEvents {
     fn send(&self, tag: &str, data: Value) {
-        let Some(ch) = self.chan.borrow().clone() else {
+        let connected: Vec<Channel> = self
+            .chans
+            .iter()
+            .filter_map(|c| c.borrow().clone())
+            .collect();
+        if connected.is_empty() {
             tracing::warn!(%tag, "not connected to the master, event dropped");
             return;
-        };
-        let mut c = client(ch, &self.cfg);
+        }
         let req = pb::SendEventRequest {
             tag: tag.to_owned(),
             data: Some(value::json_to_struct(&data)),
         };
-        tokio::spawn(async move {
-            if let Err(e) = c.send_event(req).await {
-                tracing::warn!("event not delivered: {}", e.message());
-            }
-        });
+        for ch in connected {
+            let mut c = client(ch, &self.cfg);
+            let req = req.clone();
+            tokio::spawn(async move {
+                if let Err(e) = c.send_event(req).await {
+                    tracing::warn!("event not delivered: {}", e.message());
+                }
+            });
+        }
     }
 }
 
@@ -135,14 +150,16 @@ pub fn start_reaper() -> Option<Arc<Reaper>> {
 }
 
 /// Runs the minion with resources shared with other minions in this process: set up its
-/// identity and job context, serve its health port, then drive the link until shutdown.
+/// identity, then one minion instance per master linked at once (one, unless several masters
+/// with `master_type: str`), serve the health port, and drive the links until shutdown.
 pub async fn run_with(
     cfg: MinionConfig,
     shutdown: watch::Receiver<bool>,
-    shared: Shared,
+    mut shared: Shared,
 ) -> anyhow::Result<()> {
     let cfg = Arc::new(cfg);
-    let (ident, trust) = load_identity(&cfg).await?;
+    // The key is made once, before any instance dials: they all present it.
+    let ident = load_identity(&cfg).await?;
     let held = identity::held(&ident)?;
     if expired_at_start(held, unix_now()) {
         tracing::warn!(
@@ -151,53 +168,108 @@ pub async fn run_with(
             saltq_transport::pki::format_time(held.validity.not_after)
         );
     }
-    let requests = crate::subscribe::Requests::default();
-    let (refresh_tx, refresh_rx) = mpsc::unbounded_channel();
-    let calls = Calls::start(&cfg, &shared, refresh_tx);
-    if let Some(addr) = cfg.health {
-        serve_health(&cfg, addr, calls.chan_tx.subscribe(), &shutdown).await?;
+    let plan = multi::plan(
+        &cfg.masters,
+        cfg.master_type,
+        cfg.master_finger.as_deref(),
+        &cfg.master_finger_each,
+    );
+    if plan.len() > 1 && shared.grains.is_none() {
+        // The grains are the host's: computed once for every instance.
+        shared.grains = Some(cfg.compute_grains());
+        tracing::info!(
+            "linking to {} masters at once: {}",
+            plan.len(),
+            plan.iter().map(multi::label).collect::<Vec<_>>().join(", ")
+        );
     }
-    let masters = masters_in_order(&cfg);
-    let driver = Driver {
-        link: Link::new(
-            Backoff::new(cfg.recon_default, cfg.recon_max, cfg.recon_randomize),
-            cfg.acceptance_wait_time,
-        )
-        .with_masters(masters.len())
-        .with_retry_dns(cfg.retry_dns)
-        .with_busy_wait(cfg.random_reauth_delay),
-        masters,
-        // The startup states run once, at the first connection (taken then).
-        startup: cfg.startup.clone(),
-        phase: Phase::Idle,
-        reuse: Arc::new(saltq_transport::client::TlsReuse::default()),
-        renewal: Renewal::Idle,
-        cert: Cert { ident, trust, held },
-        requests,
-        calls,
-        endpoint: shared.endpoint,
-        cfg,
-    };
-    driver.run(shutdown, refresh_rx).await
+    let wiring = Wiring::new(plan.len());
+    // One minion's jobs, whichever master sent them, keyed by (master, jid).
+    let table = Arc::new(crate::jobs::Table::default());
+    let mut drivers = Vec::with_capacity(plan.len());
+    for (inst, refresh_rx) in plan.iter().zip(wiring.refresh_rx) {
+        let icfg = Arc::new(instance_config(&cfg, inst));
+        let for_trust = icfg.clone();
+        let trust =
+            tokio::task::spawn_blocking(move || identity::server_trust(&for_trust)).await??;
+        let calls = Calls::start(&icfg, &shared, &table, &wiring.links, inst.index);
+        let renews = plan.len() == 1;
+        let driver = Driver::new(icfg, &shared, ident.clone(), trust, held, calls, renews);
+        drivers.push((multi::label(inst), driver, refresh_rx));
+    }
+    if let Some(addr) = cfg.health {
+        let subscribed = wiring.links.iter().map(|l| l.chan_tx.subscribe()).collect();
+        serve_health(&cfg, addr, subscribed, &shutdown).await?;
+    }
+    if drivers.len() == 1 {
+        let (_, driver, refresh_rx) = drivers.remove(0);
+        return driver.run(shutdown, refresh_rx).await;
+    }
+    let mut set = tokio::task::JoinSet::new();
+    for (label, driver, refresh_rx) in drivers {
+        let span = tracing::info_span!("master", at = %label);
+        set.spawn(tracing::Instrument::instrument(
+            driver.run(shutdown.clone(), refresh_rx),
+            span,
+        ));
+    }
+    let mut first_err = None;
+    while let Some(done) = set.join_next().await {
+        if let Err(e) = done.map_err(anyhow::Error::from).and_then(|r| r) {
+            first_err.get_or_insert(e);
+        }
+    }
+    first_err.map_or(Ok(()), Err)
 }
 
-/// The minion's key and certificate (created if missing) and the master's trust. Creating a
-/// key writes and syncs files: off the async workers, which a swarm shares between thousands
-/// of minions.
-async fn load_identity(
-    cfg: &Arc<MinionConfig>,
-) -> anyhow::Result<(
-    saltq_transport::pki::CertKey,
-    saltq_transport::tls::ServerTrust,
-)> {
+/// The config one instance runs with: the process's, linked to the instance's masters and
+/// trusting as the instance says.
+fn instance_config(cfg: &MinionConfig, inst: &multi::Instance) -> MinionConfig {
+    let mut c = cfg.clone();
+    c.masters = inst.masters.clone();
+    c.master_finger = inst.master_finger.clone();
+    c.master_finger_each = vec![];
+    c.pinned_ca_name = inst.pinned_ca_name.clone();
+    c
+}
+
+/// Each instance's connection and refresh channels, made before any instance: an instance's
+/// events and refresh requests go to every instance.
+struct Wiring {
+    links: Vec<Ends>,
+    refresh_rx: Vec<mpsc::UnboundedReceiver<Refresh>>,
+}
+
+/// One instance's ends of the channels others reach it by.
+struct Ends {
+    /// Its subscribed connection (`None` when not subscribed).
+    chan_tx: watch::Sender<Option<Channel>>,
+    /// Where refresh requests for it go.
+    refresh_tx: mpsc::UnboundedSender<Refresh>,
+}
+
+impl Wiring {
+    fn new(n: usize) -> Wiring {
+        let mut links = Vec::with_capacity(n);
+        let mut refresh_rx = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (refresh_tx, rx) = mpsc::unbounded_channel();
+            let (chan_tx, _) = watch::channel::<Option<Channel>>(None);
+            links.push(Ends {
+                chan_tx,
+                refresh_tx,
+            });
+            refresh_rx.push(rx);
+        }
+        Wiring { links, refresh_rx }
+    }
+}
+
+/// The minion's key and certificate (created if missing). Creating a key writes and syncs
+/// files: off the async workers, which a swarm shares between thousands of minions.
+async fn load_identity(cfg: &Arc<MinionConfig>) -> anyhow::Result<saltq_transport::pki::CertKey> {
     let cfg = cfg.clone();
-    tokio::task::spawn_blocking(move || {
-        anyhow::Ok((
-            identity::ensure_identity(&cfg)?,
-            identity::server_trust(&cfg)?,
-        ))
-    })
-    .await?
+    tokio::task::spawn_blocking(move || identity::ensure_identity(&cfg)).await?
 }
 
 /// Whether the certificate held at start is a CA-issued one already expired at `now` (a
@@ -231,7 +303,8 @@ fn masters_in_order(cfg: &MinionConfig) -> Vec<MasterAddr> {
     masters
 }
 
-/// The health port's answer to `path`, `up` when subscribed to a master.
+/// The health port's answer to `path`, `up` when subscribed to a master (to one at least,
+/// with several at once).
 fn health_reply(path: &str, up: bool) -> (u16, &'static str, String) {
     match (path, up) {
         ("/healthz", true) => (200, "text/plain", "subscribed\n".to_owned()),
@@ -248,7 +321,7 @@ fn health_reply(path: &str, up: bool) -> (u16, &'static str, String) {
 async fn serve_health(
     cfg: &MinionConfig,
     addr: std::net::SocketAddr,
-    subscribed: watch::Receiver<Option<Channel>>,
+    subscribed: Vec<watch::Receiver<Option<Channel>>>,
     shutdown: &watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
@@ -260,7 +333,7 @@ async fn serve_health(
     tokio::spawn(saltq_transport::http::serve(
         listener,
         move |req: saltq_transport::http::Request| {
-            let up = subscribed.borrow().is_some();
+            let up = subscribed.iter().any(|s| s.borrow().is_some());
             async move { health_reply(&req.path, up) }
         },
         shutdown.clone(),
@@ -282,15 +355,19 @@ struct Calls {
     ctx: CallContext,
     /// The outbox.
     ret_tx: mpsc::UnboundedSender<Outgoing>,
+    /// Whether the mine went to the master since start (Salt's `mine.update` on start).
+    mine_sent: bool,
 }
 
 impl Calls {
-    /// Computes the grains (or takes the swarm's), builds the job context and starts the
-    /// outbox.
+    /// Computes the grains (or takes the swarm's), builds the job context of the instance at
+    /// `index` of `all` (its jobs keyed by `index` in the shared table) and starts its outbox.
     fn start(
         cfg: &Arc<MinionConfig>,
         shared: &Shared,
-        refresh_tx: mpsc::UnboundedSender<Refresh>,
+        table: &Arc<crate::jobs::Table>,
+        all: &[Ends],
+        index: usize,
     ) -> Calls {
         let initial = match &shared.grains {
             Some(g) => {
@@ -304,8 +381,13 @@ impl Calls {
         };
         let grains = Arc::new(RwLock::new(initial));
         let pillar = Arc::new(RwLock::new(Value::Object(Map::new())));
-        let jobs = Arc::new(Jobs::new(refresh_tx));
-        let (chan_tx, chan_rx) = watch::channel::<Option<Channel>>(None);
+        let jobs = Arc::new(Jobs::view(
+            table.clone(),
+            index,
+            all.iter().map(|e| e.refresh_tx.clone()).collect(),
+        ));
+        let chan_tx = all[index].chan_tx.clone();
+        let chan_rx = chan_tx.subscribe();
         let ctx = CallContext::new(
             grains,
             pillar.clone(),
@@ -317,7 +399,7 @@ impl Calls {
             cfg: cfg.clone(),
         }))
         .with_events(Arc::new(MasterEvents {
-            chan: chan_rx.clone(),
+            chans: all.iter().map(|e| e.chan_tx.subscribe()).collect(),
             cfg: cfg.clone(),
         }))
         .with_files(Arc::new(crate::files::MasterFiles {
@@ -342,6 +424,7 @@ impl Calls {
             chan_tx,
             ctx,
             ret_tx,
+            mine_sent: false,
         }
     }
 
@@ -359,8 +442,6 @@ struct Cert {
     trust: saltq_transport::tls::ServerTrust,
     /// What renewal needs to know of `ident`.
     held: Held,
-    /// Whether the mine went to the master since start (Salt's `mine.update` on start).
-    mine_sent: bool,
 }
 
 /// The minion's main loop and what its handlers change: one method per [`Event`].
@@ -378,6 +459,9 @@ struct Driver {
     reuse: Arc<saltq_transport::client::TlsReuse>,
     /// Certificate renewal under way.
     renewal: Renewal,
+    /// Whether a master's certificates are taken: not with several masters at once, whose CAs
+    /// would each replace the certificate the others accept.
+    renews: bool,
     /// Our certificate and the master's trust.
     cert: Cert,
     /// The subscription request, with grains encoded once.
@@ -389,6 +473,41 @@ struct Driver {
 }
 
 impl Driver {
+    /// An instance's driver, its link not started: linked to `cfg.masters` (one, or the
+    /// failover list), presenting `ident` and trusting its master as `trust` says.
+    fn new(
+        cfg: Arc<MinionConfig>,
+        shared: &Shared,
+        ident: saltq_transport::pki::CertKey,
+        trust: saltq_transport::tls::ServerTrust,
+        held: Held,
+        calls: Calls,
+        renews: bool,
+    ) -> Driver {
+        let masters = masters_in_order(&cfg);
+        Driver {
+            link: Link::new(
+                Backoff::new(cfg.recon_default, cfg.recon_max, cfg.recon_randomize),
+                cfg.acceptance_wait_time,
+            )
+            .with_masters(masters.len())
+            .with_retry_dns(cfg.retry_dns)
+            .with_busy_wait(cfg.random_reauth_delay),
+            masters,
+            // The startup states run once, at the first connection (taken then).
+            startup: cfg.startup.clone(),
+            phase: Phase::Idle,
+            reuse: Arc::new(saltq_transport::client::TlsReuse::default()),
+            renewal: Renewal::Idle,
+            renews,
+            cert: Cert { ident, trust, held },
+            requests: crate::subscribe::Requests::default(),
+            calls,
+            endpoint: shared.endpoint.clone(),
+            cfg,
+        }
+    }
+
     /// The loop: carry out what the link decided, wait for the next event, handle it; then
     /// the one way out.
     async fn run(
@@ -425,7 +544,6 @@ impl Driver {
             _ = shutdown.wait_for(|s| *s) => Event::Shutdown,
             e = self.phase.next() => e,
             Some(r) = refresh_rx.recv(), if serving => Event::Refresh(r),
-            mine_sent: false,
             e = self.renewal.next(), if serving => e,
         }
     }
@@ -581,17 +699,26 @@ impl Driver {
             Some(Kind::Welcome(w)) => {
                 let p = Value::Object(value::opt_struct(w.pillar.as_ref()));
                 *self.calls.pillar.write().unwrap_or_else(|e| e.into_inner()) = p;
-                self.renewal =
-                    match renewal_on_welcome(w.issues_certificates, self.cert.held, unix_now()) {
-                        Some(wait) => Renewal::after(wait),
-                        None => Renewal::Idle,
-                    };
+                if w.issues_certificates && !self.renews {
+                    tracing::warn!(
+                        "the master issues certificates, not taken with several masters at \
+                         once: each master's would replace the one the others accept"
+                    );
+                }
+                let issues = w.issues_certificates && self.renews;
+                self.renewal = match renewal_on_welcome(issues, self.cert.held, unix_now()) {
+                    Some(wait) => Renewal::after(wait),
+                    None => Renewal::Idle,
+                };
                 // Salt's `_state_run`: once, at the first connection after start, with the
                 // pillar the master just sent.
                 if let Some(run) = self.startup.take() {
                     tracing::info!(fun = run.fun, "running the startup states");
                     self.calls
                         .start_job(&self.cfg, startup_load(&self.cfg, run));
+                }
+                if !std::mem::replace(&mut self.calls.mine_sent, true) {
+                    crate::mine::update_at_start(&self.calls.ctx);
                 }
             }
             Some(Kind::Job(load)) => self.calls.start_job(&self.cfg, load),
@@ -718,9 +845,6 @@ enum Event {
     /// An execution function asked for a refresh.
     Refresh(Refresh),
     /// Time to ask the master for a certificate.
-                if !std::mem::replace(&mut self.calls.mine_sent, true) {
-                    crate::mine::update_at_start(&self.calls.ctx);
-                }
     RenewDue,
     /// The master answered the certificate request.
     Renewed(Result<pb::RenewCertificateResponse, Status>),
@@ -1078,12 +1202,12 @@ fn replace_if_too_deep(req: &mut pb::ReturnRequest) {
 }
 
 /// A return on its way to the master, and what to do after.
-struct Outgoing {
-    req: pb::ReturnRequest,
-    id: String,
-    ret: String,
-    ret_config: String,
-    ret_kwargs: Option<prost_types::Struct>,
+pub(crate) struct Outgoing {
+    pub(crate) req: pb::ReturnRequest,
+    pub(crate) id: String,
+    pub(crate) ret: String,
+    pub(crate) ret_config: String,
+    pub(crate) ret_kwargs: Option<prost_types::Struct>,
 }
 
 /// Runs the job's returners (and the minion's own `return` list) once the master has the

@@ -15,7 +15,8 @@ pub const KEY_FILE: &str = "minion.key";
 /// The certificate naming the minion id: self-signed, or issued by the master's CA (or another
 /// CA) for the minion's key.
 pub const CERT_FILE: &str = "minion.crt";
-/// The master's CA, pinned on first contact.
+/// The master's CA, pinned on first contact (the first master's, with several: `multi.rs`
+/// names the others' files).
 pub const PINNED_CA_FILE: &str = "master_ca.crt";
 
 /// Loads the minion's key (creating it on first start) and a certificate naming its id.
@@ -92,7 +93,7 @@ pub fn server_trust(cfg: &MinionConfig) -> anyhow::Result<ServerTrust> {
             pki::load_certs(ca).with_context(|| format!("{}: key ca_file", cfg.file.display()))?;
         return Ok(ServerTrust::Ca(certs));
     }
-    let pinned = cfg.pki_dir.join(PINNED_CA_FILE);
+    let pinned = cfg.pki_dir.join(&cfg.pinned_ca_name);
     if pinned.exists() {
         return Ok(ServerTrust::Ca(pki::load_certs(&pinned)?));
     }
@@ -110,7 +111,7 @@ pub fn pin_if_first_use(cfg: &MinionConfig, trust: &mut ServerTrust) -> anyhow::
     let ca = pinned.lock().ok().and_then(|p| p.clone());
     if let Some(ca) = ca {
         let pem = pem_cert(ca.as_ref());
-        let path = cfg.pki_dir.join(PINNED_CA_FILE);
+        let path = cfg.pki_dir.join(&cfg.pinned_ca_name);
         pki::write_public(&path, &pem)?;
         tracing::info!(
             fingerprint = %pki::fingerprint_cert(&ca)?,

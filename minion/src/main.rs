@@ -10,6 +10,7 @@ mod files;
 mod identity;
 mod jobs;
 mod link;
+mod multi;
 mod mine;
 mod masterless;
 mod reaper;

@@ -115,20 +115,19 @@ fn a_minion_fails_over_to_the_next_replica_and_keeps_its_returns() {
     );
 }
 
-/// Several masters without master_type: failover (Salt's multi-master, all at once) are
-/// refused at start, naming the key.
+/// A master listed twice is refused at start, naming the key (several masters without
+/// failover are Salt's multi-master, linked all at once: `multimaster.rs`).
 #[test]
-fn several_masters_without_failover_are_refused_naming_master_type() {
+fn a_master_listed_twice_is_refused_naming_master() {
     let (code, err) = saltq_tests::refused_start(
         "saltq-minion",
         "minion",
-        "id: fo3\nmaster:\n  - 127.0.0.1:4506\n  - 127.0.0.1:4507\n",
+        "id: fo3\nmaster:\n  - 127.0.0.1:4506\n  - 127.0.0.1:4507\n  - 127.0.0.1:4506\n",
     );
     assert_eq!(code, 64, "{err}");
     assert!(
-        err.contains("key \"master_type\"")
-            && err.contains("needs master_type: failover")
-            && err.contains("a saltq cluster is one master"),
+        err.contains("key \"master\"")
+            && err.contains("127.0.0.1:4506 is listed twice (as master 1 and 3)"),
         "{err}"
     );
 }

@@ -19,6 +19,7 @@ mod interop;
 mod jobs;
 mod mine;
 mod minion_link;
+mod multimaster;
 mod ops;
 mod ops_hardening;
 mod orchestrate;
