@@ -90,6 +90,24 @@ pub struct RawConfig {
     pub nodegroups: Option<Nodegroups>,
     /// Pillar roots: `{base: [dir, ...]}` (Salt's `pillar_roots`).
     pub pillar_roots: Option<std::collections::BTreeMap<String, Vec<PathBuf>>>,
+    /// How pillar sources merge: smart, recurse, aggregate, overwrite, list, none (Salt's).
+    pub pillar_source_merging_strategy: Option<String>,
+    /// Pillar merging appends lists instead of replacing them (Salt's).
+    pub pillar_merge_lists: Option<bool>,
+    /// An included pillar SLS wins over the one including it (Salt's).
+    pub pillar_includes_override_sls: Option<bool>,
+    /// Pillar `_errors` only say "see master log" (Salt's, default true).
+    pub pillar_safe_render_error: Option<bool>,
+    /// Accepted as Salt's; pillar top files ignore it, as in Salt.
+    pub top_file_merging_strategy: Option<String>,
+    /// Compile pillar from this environment only (Salt's).
+    pub pillarenv: Option<String>,
+    /// A request's saltenv is its pillarenv (Salt's).
+    pub pillarenv_from_saltenv: Option<bool>,
+    /// Render pipeline of files without a shebang (Salt's `renderer`, default `jinja|yaml`).
+    pub renderer: Option<String>,
+    /// External pillar is compiled before the SLS pillar, which sees it (Salt's).
+    pub ext_pillar_first: Option<bool>,
     /// Fire `salt/presence/*` events (Salt's `presence_events`).
     pub presence_events: Option<bool>,
     /// Default seconds before find_job is asked (Salt's `timeout`, default 5).
@@ -248,6 +266,8 @@ pub struct MasterConfig {
     pub nodegroups: Nodegroups,
     /// Pillar roots of the `base` environment.
     pub pillar_roots: Vec<PathBuf>,
+    /// The pillar compiler's settings and cache (every pillar key).
+    pub pillar: crate::pillar::PillarConfig,
     /// Presence events on.
     pub presence_events: bool,
     /// Default timeout.
@@ -410,6 +430,7 @@ impl MasterConfig {
         let master_job_cache = master_job_cache(raw.master_job_cache.as_deref())?;
         let timeout = secs("timeout", raw.timeout, 5.0)?;
         let gather_job_timeout = secs("gather_job_timeout", raw.gather_job_timeout, 10.0)?;
+        let pillar = crate::pillar::PillarConfig::from_raw(&raw, &id, &cachedir)?;
         Ok(MasterConfig {
             id,
             quic: network.quic,
@@ -431,6 +452,7 @@ impl MasterConfig {
             keep_jobs: Duration::from_secs(raw.keep_jobs_seconds.unwrap_or(86400)),
             job_cache,
             nodegroups: raw.nodegroups.unwrap_or_default(),
+            pillar,
             pillar_roots: raw
                 .pillar_roots
                 .and_then(|mut m| m.remove("base"))

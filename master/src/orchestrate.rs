@@ -195,7 +195,7 @@ pub async fn context(master: &Arc<Master>, user: &str, jid: &str) -> Result<Call
             .map_err(|e| format!("computing the master's grains failed: {e}"))?
     };
     let pillar = {
-        let (roots, id, grains) = (master.cfg.pillar_roots.clone(), id.clone(), grains.clone());
+        let (roots, id, grains) = (master.cfg.pillar.clone(), id.clone(), grains.clone());
         tokio::task::spawn_blocking(move || crate::pillar::compile(&roots, &id, &grains))
             .await
             .map_err(|e| format!("pillar compilation failed: {e}"))?

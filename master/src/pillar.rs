@@ -1,142 +1,266 @@
-//! Master-side pillar: plain YAML under `pillar_roots`, chosen per minion by a `top.sls` in
-//! Salt's structure (`base:` → target → list of pillar names, with an optional `- match:` entry).
-//! No templating. Files are `NAME.sls` or `NAME/init.sls` (dots in NAME are directories),
-//! merged in order, later values winning, dicts merged recursively.
+//! Master-side pillar: a thin adapter over the compiler in `saltq_states::pillar` (Salt's
+//! `Pillar.compile_pillar`: rendered, included, merged, `_errors` in Salt's words). It adds
+//! what is the master's: the pillar options read from its config, `salt://` imports from
+//! `pillar_roots` (as Salt's pillar file client), `salt[...]` run on the master, and a cache
+//! per minion so a fleet reconnecting recompiles only when the tree or the grains changed.
+//!
+//! Compilation reads and renders files: callers run it on the blocking pool.
 
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
-use saltq_semantics::target::{MinionFacts, Nodegroups, Target, TargetType};
-use serde_json::{Map, Value};
+use saltq_states::pillar::{Compiler, PillarOptions, Request, ext::ExtPillar};
+use serde_json::{Map, Value, json};
 
-/// Why a pillar could not be compiled.
+/// Why the master's pillar settings are refused at start.
 #[derive(Debug, thiserror::Error)]
 pub enum PillarError {
-    /// A file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A file is not valid YAML.
-    #[error("invalid YAML in {path}: {message}")]
-    Yaml { path: PathBuf, message: String },
-    /// The top file has the wrong shape or a bad target.
-    #[error("top file {path}: {message}")]
-    Top { path: PathBuf, message: String },
-    /// A pillar file whose data is not a mapping (Salt's words).
-    #[error("SLS '{name}' does not render to a dictionary ({path})")]
-    NotADict { name: String, path: PathBuf },
-    /// A pillar named in the top file does not exist. Salt's words; the name as written
-    /// (quoted, not escaped: a name with a backslash must still be found in the top file).
-    #[error(
-        "Specified SLS '{name}' in the pillar top file is not available on the salt master (pillar_roots: {roots})"
-    )]
-    Missing { name: String, roots: String },
+    /// A pillar option has a bad value: the key and what was expected.
+    #[error("{0}")]
+    Option(String),
 }
 
-fn read_yaml(path: &Path) -> Result<Value, PillarError> {
-    let text = std::fs::read_to_string(path).map_err(|source| PillarError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    if text.trim().is_empty() {
-        return Ok(Value::Object(Map::new()));
-    }
-    saltq_transport::config::yaml_from_str(&text).map_err(|message| PillarError::Yaml {
-        path: path.to_path_buf(),
-        message,
-    })
+/// The master's pillar settings and its per-minion cache. Cloning shares the cache.
+#[derive(Clone)]
+pub struct PillarConfig {
+    /// The checked options.
+    options: Arc<PillarOptions>,
+    /// `opts` as pillar Jinja sees it (Salt's master opts, the keys pillar reads).
+    opts: Arc<Value>,
+    /// Where `salt://` imports of pillar files are cached.
+    cachedir: PathBuf,
+    /// The configured `ext_pillar` sources, in order.
+    ext: Arc<Vec<Arc<dyn ExtPillar>>>,
+    /// Last pillar per minion: tree stamp, grains hash, data.
+    cache: Arc<Mutex<HashMap<String, Cached>>>,
 }
 
-/// Merges `src` into `dst`: dicts recursively, anything else replaced.
-pub fn merge(dst: &mut Value, src: Value) {
-    match (dst, src) {
-        (Value::Object(d), Value::Object(s)) => {
-            for (k, v) in s {
-                match d.get_mut(&k) {
-                    Some(existing) => merge(existing, v),
-                    None => {
-                        d.insert(k, v);
-                    }
-                }
-            }
-        }
-        (d, s) => *d = s,
+impl std::fmt::Debug for PillarConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PillarConfig")
+            .field("options", &self.options)
+            .field("ext", &self.ext.len())
+            .finish_non_exhaustive()
     }
 }
 
-/// The pillar of minion `id` with `grains`.
-pub fn compile(roots: &[PathBuf], id: &str, grains: &Value) -> Result<Value, PillarError> {
-    let mut pillar = Value::Object(Map::new());
-    let Some(top_path) = roots
-        .iter()
-        .map(|r| r.join("top.sls"))
-        .find(|p| p.is_file())
-    else {
-        return Ok(pillar);
-    };
-    let top = read_yaml(&top_path)?;
-    let bad = |message: String| PillarError::Top {
-        path: top_path.clone(),
-        message,
-    };
-    let Some(base) = top.get("base") else {
-        return Ok(pillar);
-    };
-    let base = base
-        .as_object()
-        .ok_or_else(|| bad("base must map targets to lists of pillar names".into()))?;
-    for (tgt, entries) in base {
-        let entries = entries
-            .as_array()
-            .ok_or_else(|| bad(format!("target {tgt:?} must map to a list")))?;
-        let mut tgt_type = TargetType::Glob;
-        let mut names = Vec::new();
-        for e in entries {
-            match e {
-                Value::String(n) => names.push(n.clone()),
-                Value::Object(m) if m.contains_key("match") => {
-                    let t = m["match"].as_str().unwrap_or_default();
-                    tgt_type = t.parse().map_err(|e| bad(format!("target {tgt:?}: {e}")))?;
-                }
-                other => return Err(bad(format!("target {tgt:?}: unexpected entry {other}"))),
+struct Cached {
+    stamp: u64,
+    grains: u64,
+    pillar: Arc<Value>,
+}
+
+/// The pillar keys of the master's config, as written (Salt's names).
+#[derive(Debug, Clone, Default)]
+pub struct RawPillar<'a> {
+    /// `pillar_roots`.
+    pub roots: Option<&'a BTreeMap<String, Vec<PathBuf>>>,
+    /// Every other pillar key by its Salt name (`pillar_merge_lists`, `renderer`, ...).
+    pub keys: Vec<(&'static str, Value)>,
+    /// `nodegroups`.
+    pub nodegroups: Value,
+}
+
+impl PillarConfig {
+    /// Checks the pillar keys.
+    pub fn new(
+        raw: RawPillar<'_>,
+        id: &str,
+        cachedir: &Path,
+        ext: Vec<Arc<dyn ExtPillar>>,
+    ) -> Result<Self, PillarError> {
+        let mut opts = Map::new();
+        let roots: BTreeMap<String, Vec<PathBuf>> = raw.roots.cloned().unwrap_or_else(|| {
+            BTreeMap::from([("base".to_owned(), vec![PathBuf::from("/srv/pillar")])])
+        });
+        opts.insert("id".into(), json!(id));
+        opts.insert("pillar_roots".into(), json!(roots));
+        opts.insert("nodegroups".into(), raw.nodegroups);
+        opts.insert("__role".into(), json!("master"));
+        opts.insert("file_client".into(), json!("local"));
+        for (k, v) in raw.keys {
+            if !v.is_null() {
+                opts.insert(k.to_owned(), v);
             }
         }
-        let target = Target::compile(tgt, tgt_type, None, &Nodegroups::new())
-            .map_err(|e| bad(e.to_string()))?;
-        let facts = MinionFacts {
-            id,
-            grains: Some(grains),
-            pillar: None,
+        let opts = Value::Object(opts);
+        let options = PillarOptions::from_opts(&opts).map_err(PillarError::Option)?;
+        Ok(Self {
+            options: Arc::new(options),
+            opts: Arc::new(opts),
+            cachedir: cachedir.join("pillar_files"),
+            ext: Arc::new(ext),
+            cache: Arc::default(),
+        })
+    }
+
+    /// The pillar keys of the master's config, checked at start; an error is the key and
+    /// what is wrong with it.
+    pub fn from_raw(
+        raw: &crate::config::RawConfig,
+        id: &str,
+        cachedir: &Path,
+    ) -> Result<Self, (String, String)> {
+        let keys = vec![
+            (
+                "pillar_source_merging_strategy",
+                json!(raw.pillar_source_merging_strategy),
+            ),
+            ("pillar_merge_lists", json!(raw.pillar_merge_lists)),
+            (
+                "pillar_includes_override_sls",
+                json!(raw.pillar_includes_override_sls),
+            ),
+            (
+                "pillar_safe_render_error",
+                json!(raw.pillar_safe_render_error),
+            ),
+            (
+                "top_file_merging_strategy",
+                json!(raw.top_file_merging_strategy),
+            ),
+            ("pillarenv", json!(raw.pillarenv)),
+            ("pillarenv_from_saltenv", json!(raw.pillarenv_from_saltenv)),
+            ("renderer", json!(raw.renderer)),
+            ("ext_pillar_first", json!(raw.ext_pillar_first)),
+            // The gpg renderer's keys (#33): Salt's default is beside the config file.
+            ("gpg_keydir", json!(raw.gpg_keydir)),
+        ];
+        let pillar_raw = RawPillar {
+            roots: raw.pillar_roots.as_ref(),
+            keys,
+            nodegroups: json!(raw.nodegroups),
         };
-        if !target.matches(&facts) {
-            continue;
-        }
-        for name in names {
-            let rel = name.replace('.', "/");
-            let file = roots.iter().find_map(|r| {
-                [r.join(format!("{rel}.sls")), r.join(&rel).join("init.sls")]
-                    .into_iter()
-                    .find(|p| p.is_file())
-            });
-            let file = file.ok_or_else(|| PillarError::Missing {
-                name: name.clone(),
-                roots: roots
-                    .iter()
-                    .map(|r| r.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })?;
-            // As Salt: data that is false in Python adds nothing, other data must be a dict.
-            match read_yaml(&file)? {
-                data @ Value::Object(_) => merge(&mut pillar, data),
-                data if !saltq_semantics::python::truthy(&data) => {}
-                _ => return Err(PillarError::NotADict { name, path: file }),
+        Self::new(pillar_raw, id, cachedir, Vec::new()).map_err(|PillarError::Option(m)| {
+            match m.split_once(": ") {
+                Some((k, rest)) => (k.to_owned(), rest.to_owned()),
+                None => ("pillar".to_owned(), m),
+            }
+        })
+    }
+
+    /// The same settings with these `ext_pillar` sources (in `ext_pillar` order).
+    #[allow(dead_code)] // the seam the master's ext_pillar sources plug into (#33)
+    pub fn with_ext(mut self, ext: Vec<Arc<dyn ExtPillar>>) -> Self {
+        self.ext = Arc::new(ext);
+        self
+    }
+
+    /// A config over `roots` (`base`) with Salt's defaults, for tests.
+    #[cfg(test)]
+    pub fn with_roots(roots: &[PathBuf]) -> Self {
+        let roots = BTreeMap::from([("base".to_owned(), roots.to_vec())]);
+        let raw = RawPillar {
+            roots: Some(&roots),
+            ..Default::default()
+        };
+        Self::new(raw, "master", &std::env::temp_dir(), Vec::new())
+            .unwrap_or_else(|e| unreachable!("the defaults are valid: {e}"))
+    }
+
+    /// The pillar of minion `id` with `grains`: from the cache when neither the tree nor the
+    /// grains changed (and no external source is configured), else compiled afresh. Render
+    /// errors are in its `_errors`, as Salt's.
+    pub fn compile(&self, id: &str, grains: &Value) -> Arc<Value> {
+        let cacheable = self.ext.is_empty();
+        let stamp = tree_stamp(&self.options.tree.envs);
+        let ghash = hash_value(grains);
+        if cacheable {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(c) = cache.get(id)
+                && c.stamp == stamp
+                && c.grains == ghash
+            {
+                return c.pillar.clone();
             }
         }
+        let pillar = Arc::new(Value::Object(self.compile_fresh(id, grains)));
+        if cacheable {
+            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            cache.insert(
+                id.to_owned(),
+                Cached {
+                    stamp,
+                    grains: ghash,
+                    pillar: pillar.clone(),
+                },
+            );
+        }
+        pillar
     }
-    Ok(pillar)
+
+    fn compile_fresh(&self, id: &str, grains: &Value) -> Map<String, Value> {
+        let mut opts = (*self.opts).clone();
+        if let Value::Object(m) = &mut opts {
+            m.insert("id".into(), json!(id));
+            m.insert("grains".into(), grains.clone());
+        }
+        let envs: BTreeMap<String, Vec<PathBuf>> = self.options.tree.envs.iter().cloned().collect();
+        let files = saltq_fileserver::LocalFiles {
+            roots: saltq_fileserver::Roots::new(envs),
+            cachedir: self.cachedir.clone(),
+            hash_type: "sha256".into(),
+        };
+        let ctx = saltq_exec::CallContext::local(grains.clone(), opts.clone())
+            .with_files(Arc::new(files));
+        let compiler = Compiler {
+            options: (*self.options).clone(),
+            opts,
+            ctx,
+            ext: self.ext.to_vec(),
+        };
+        compiler.compile(&Request {
+            minion_id: id.to_owned(),
+            grains: grains.clone(),
+            ..Default::default()
+        })
+    }
+}
+
+/// The pillar of minion `id` with `grains` (an adapter for callers that hold only roots).
+pub fn compile(cfg: &PillarConfig, id: &str, grains: &Value) -> Result<Value, PillarError> {
+    Ok(Arc::unwrap_or_clone(cfg.compile(id, grains)))
+}
+
+/// A fingerprint of the pillar tree: every file's path, size and modification time.
+fn tree_stamp(envs: &[(String, Vec<PathBuf>)]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for (env, roots) in envs {
+        env.hash(&mut h);
+        for root in roots {
+            stamp_dir(root, 0, &mut h);
+        }
+    }
+    h.finish()
+}
+
+fn stamp_dir(dir: &Path, depth: usize, h: &mut impl Hasher) {
+    if depth > 32 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let path = e.path();
+        path.hash(h);
+        if path.is_dir() {
+            stamp_dir(&path, depth + 1, h);
+        } else if let Ok(meta) = std::fs::metadata(&path) {
+            meta.len().hash(h);
+            meta.modified().ok().hash(h);
+        }
+    }
+}
+
+fn hash_value(v: &Value) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    v.to_string().hash(&mut h);
+    h.finish()
 }
 
 #[cfg(test)]
@@ -145,11 +269,11 @@ mod prop_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
-    fn top_file_selects_and_merges() {
-        let d = std::env::temp_dir().join(format!("saltq-pillar-{}", std::process::id()));
+    fn top_file_selects_renders_and_merges() {
+        let d = tempfile::tempdir().unwrap();
+        let d = d.path();
         std::fs::create_dir_all(d.join("users")).unwrap();
         std::fs::write(
             d.join("top.sls"),
@@ -158,22 +282,34 @@ mod tests {
         .unwrap();
         std::fs::write(d.join("common.sls"), "role: base\nusers: {root: 0}\n").unwrap();
         std::fs::write(d.join("users/web.sls"), "role: web\nusers: {www: 33}\n").unwrap();
-        std::fs::write(d.join("debian.sls"), "pkg: apt\n").unwrap();
-        let roots = vec![d.clone()];
-        let p = compile(&roots, "web1", &json!({"os": "Debian"})).unwrap();
+        std::fs::write(d.join("debian.sls"), "pkg: {{ grains.os | lower }}\n").unwrap();
+        let cfg = PillarConfig::with_roots(&[d.to_path_buf()]);
+        let p = compile(&cfg, "web1", &json!({"os": "Debian"})).unwrap();
         assert_eq!(
             p,
-            json!({"role": "web", "users": {"root": 0, "www": 33}, "pkg": "apt"})
+            json!({"role": "web", "users": {"root": 0, "www": 33}, "pkg": "debian"})
         );
-        let p = compile(&roots, "db1", &json!({"os": "RedHat"})).unwrap();
+        let p = compile(&cfg, "db1", &json!({"os": "RedHat"})).unwrap();
         assert_eq!(p, json!({"role": "base", "users": {"root": 0}}));
         std::fs::write(d.join("top.sls"), "base:\n  '*':\n    - nope\n").unwrap();
-        assert!(
-            compile(&roots, "db1", &json!({}))
-                .unwrap_err()
-                .to_string()
-                .contains("nope")
+        let p = compile(&cfg, "db1", &json!({})).unwrap();
+        assert_eq!(
+            p["_errors"][0],
+            "Specified SLS 'nope' in environment 'base' is not available on the salt master"
         );
-        let _ = std::fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn the_cache_follows_tree_and_grains() {
+        let d = tempfile::tempdir().unwrap();
+        let d = d.path();
+        std::fs::write(d.join("top.sls"), "base:\n  '*': [a]\n").unwrap();
+        std::fs::write(d.join("a.sls"), "v: {{ grains.n }}\n").unwrap();
+        let cfg = PillarConfig::with_roots(&[d.to_path_buf()]);
+        let first = cfg.compile("m", &json!({"n": 1}));
+        assert!(Arc::ptr_eq(&first, &cfg.compile("m", &json!({"n": 1}))));
+        assert_eq!(cfg.compile("m", &json!({"n": 2}))["v"], 2);
+        std::fs::write(d.join("a.sls"), "v: changed {{ grains.n }}\n").unwrap();
+        assert_eq!(cfg.compile("m", &json!({"n": 2}))["v"], "changed 2");
     }
 }

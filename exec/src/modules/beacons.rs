@@ -505,4 +505,20 @@ mod tests {
         .await;
         assert_eq!(out.ret[1], json!("inotify"));
     }
+
+    /// The same calls, in the same order, answer what Salt 3007.8's module answered
+    /// (`beacons_salt3007.json`, recorded as its `_recorded` key says).
+    #[tokio::test]
+    async fn salts_recorded_answers() {
+        let rec: serde_json::Value =
+            serde_json::from_str(include_str!("beacons_salt3007.json")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let m = Arc::new(Manager::load(&json!({}), dir.path()).unwrap());
+        let c = ctx().with_beacons(m);
+        for call in rec["calls"].as_array().unwrap() {
+            let fun = format!("beacons.{}", call[0].as_str().unwrap());
+            let out = run_in(&c, &fun, call[1].clone(), call[2].clone()).await;
+            assert_eq!(out.ret, call[3], "{fun} {}", call[1]);
+        }
+    }
 }

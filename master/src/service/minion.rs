@@ -101,7 +101,7 @@ async fn compile_pillar(
     id: &str,
     grains: Arc<Value>,
 ) -> Result<Value, String> {
-    let roots = master.cfg.pillar_roots.clone();
+    let roots = master.cfg.pillar.clone();
     let id = id.to_owned();
     tokio::task::spawn_blocking(move || {
         crate::pillar::compile(&roots, &id, &grains).map_err(|e| e.to_string())
