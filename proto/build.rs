@@ -9,6 +9,7 @@ const FILES: &[&str] = &[
     "saltq/v1/event.proto",
     "saltq/v1/runner.proto",
     "saltq/v1/key.proto",
+    "saltq/v1/syndic.proto",
     "saltq/cluster/v1/cluster.proto",
 ];
 

@@ -204,6 +204,24 @@ impl OneOrMany {
     /// The names.
     pub fn names(&self) -> Vec<String> {
         match self {
+    /// This master is a top master: it takes syndics and forwards jobs to them (Salt's
+    /// `order_masters`, default false).
+    pub order_masters: Option<bool>,
+    /// The top master(s) this master is a syndic of (Salt's `syndic_master`).
+    pub syndic_master: Option<OneOrMany>,
+    /// The top master's port (Salt's `syndic_master_port`, default 4506).
+    pub syndic_master_port: Option<u16>,
+    /// Seconds a top master's caller waits for syndics' expected minions (default 5).
+    pub syndic_wait: Option<f64>,
+    /// Which top master a syndic tries first: `random` (default) or `ordered`.
+    pub syndic_failover: Option<String>,
+    /// Send the syndic's events to every top master it is connected to (Salt's
+    /// `syndic_forward_all_events`); saltq's syndic holds one link at a time.
+    pub syndic_forward_all_events: Option<bool>,
+    /// The top master's CA fingerprint the syndic pins on first contact.
+    pub syndic_finger: Option<String>,
+    /// Accepted for Salt configs; saltq's syndic logs with the master.
+    pub syndic_log_file: Option<PathBuf>,
             OneOrMany::One(s) => s
                 .split(',')
                 .map(|p| p.trim().to_owned())
@@ -292,6 +310,8 @@ pub struct MasterConfig {
     pub reactor_workers: usize,
     /// Event returners and their queue settings.
     pub event_return: Option<saltq_returners::EventReturnConfig>,
+    /// Syndic settings: a top master's (`order_masters`) and a lower master's link up.
+    pub syndic: crate::syndic::SyndicConfig,
     /// The returner mirroring jobs into Salt's tables (`master_job_cache`), if any.
     pub master_job_cache: Option<String>,
     /// Returner options (Salt's `returner.*`, `mysql.*`, ... keys) and `id`.
@@ -431,6 +451,8 @@ impl MasterConfig {
         let timeout = secs("timeout", raw.timeout, 5.0)?;
         let gather_job_timeout = secs("gather_job_timeout", raw.gather_job_timeout, 10.0)?;
         let pillar = crate::pillar::PillarConfig::from_raw(&raw, &id, &cachedir)?;
+        let syndic =
+            crate::syndic::SyndicConfig::from_raw(&raw).map_err(|(k, m)| invalid(k, m))?;
         Ok(MasterConfig {
             id,
             quic: network.quic,
@@ -527,6 +549,7 @@ struct Network {
     /// TCP address for HTTP/2, or off.
     h2: Option<SocketAddr>,
     /// The HTTP probe and metrics address, or off.
+            syndic,
     http: Option<SocketAddr>,
 }
 

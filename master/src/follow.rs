@@ -24,6 +24,8 @@ pub struct Follower {
     user: String,
     /// The find_job round under way, if any.
     find_job: Option<Following>,
+    /// On a top master: what the syndics say about the job, and how much of it was applied.
+    syndics: Option<(tokio::sync::watch::Receiver<crate::syndic::Notes>, usize)>,
 }
 
 fn now() -> std::time::Instant {
@@ -48,7 +50,26 @@ impl Follower {
             now(),
         );
         tracker.unreachable(published.unreachable);
-        Follower::with(master, tracker, published.following, user)
+        let syndics = &master.cfg.syndic;
+        if syndics.order_masters {
+            tracker = tracker.with_syndics(syndics.wait, now());
+        }
+        let notes = master.syndics.watch(&published.resp.jid);
+        let mut f = Follower::with(master, tracker, published.following, user);
+        f.syndics = notes.map(|w| (w, 0));
+        f
+    }
+
+    /// Hands the tracker what the syndics said since last time.
+    fn apply_syndic_notes(&mut self) {
+        let Some((w, applied)) = &mut self.syndics else {
+            return;
+        };
+        let notes = w.borrow_and_update();
+        for (syndic, minions) in notes.expected.iter().skip(*applied) {
+            self.tracker.on_syndic_expect(syndic, minions);
+        }
+        *applied = notes.expected.len();
     }
 
     /// Follows `published` until every expected minion returned or `timeout` passed.
@@ -65,12 +86,14 @@ impl Follower {
             job,
             user: user.to_owned(),
             find_job: None,
+            syndics: None,
         }
     }
 
     /// The next return of an expected minion, or `None` once the job is over.
     pub async fn next(&mut self) -> Option<Arc<pb::JobReturn>> {
         loop {
+            self.apply_syndic_notes();
             let delivery = &self.master.delivery;
             match self.tracker.poll(now(), |id| delivery.is_connected(id)) {
                 Step::Done => return None,
@@ -110,6 +133,7 @@ impl Follower {
                         .is_some_and(|v| v.as_object().is_some_and(|m| !m.is_empty()));
                     self.tracker.on_find_job_reply(&ret.id, running);
                 }
+                () = syndic_notes(&mut self.syndics) => {}
                 _ = tokio::time::sleep_until(deadline) => {}
             }
         }
@@ -145,6 +169,18 @@ impl Follower {
     pub fn finish(self) -> Outcome {
         let delivery = &self.master.delivery;
         self.tracker.finish(|id| delivery.is_connected(id))
+    }
+}
+
+/// Returns when the syndics said more about the job; never when there are none.
+async fn syndic_notes(
+    notes: &mut Option<(tokio::sync::watch::Receiver<crate::syndic::Notes>, usize)>,
+) {
+    let Some((w, _)) = notes else {
+        return std::future::pending().await;
+    };
+    if w.changed().await.is_err() {
+        std::future::pending::<()>().await;
     }
 }
 

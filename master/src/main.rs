@@ -27,6 +27,7 @@ mod service;
 mod state;
 mod tags;
 mod tracker;
+mod syndic;
 mod wheel;
 
 use std::path::PathBuf;

@@ -527,6 +527,16 @@ async fn routes(
 /// Logs where the master listens and writes it to `cachedir/listen.json` (for tools and
 /// tests that bound port 0).
 fn announce(master: &Master, bound: &Bound) -> Result<(), StartError> {
+    .add_service(
+        saltq_proto::v1::syndic_service_server::SyndicServiceServer::new(
+            crate::syndic::service::SyndicApi::new(
+                master.clone(),
+                service::minion::MinionApi::new(master.clone(), live.clone()),
+            ),
+        )
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(max),
+    )
     let quic_addr = bound.listeners.quic_addr();
     let h2_addr = bound.listeners.h2_addr();
     let http_addr = bound.http.as_ref().and_then(|l| l.local_addr().ok());
@@ -593,6 +603,13 @@ fn start_services(
             move |req: saltq_transport::http::Request| {
                 let (m, handshakes, c) = (m.clone(), handshakes.clone(), cluster.clone());
                 async move { probe(&m, &handshakes, c.as_deref(), &req).await }
+    if !master.cfg.syndic.masters.is_empty() {
+        tokio::spawn(crate::syndic::link::run(
+            master.clone(),
+            leadership.clone(),
+            shutdown.clone(),
+        ));
+    }
             },
             shutdown.clone(),
         ));

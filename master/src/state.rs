@@ -55,6 +55,8 @@ pub struct Master {
     /// The TLS material in use: the CA that issues the certificates of keys made here
     /// (`key.gen_accept`) and the chain whose root a new minion pins. Set once at start.
     pub certs: Option<Arc<crate::certs::Live>>,
+    /// The syndics subscribed here (`order_masters`), and what they said about each job.
+    pub syndics: Arc<crate::syndic::Syndics>,
 }
 
 /// A published job: the reply, its returns as they are stored, and who was actually sent it.
@@ -121,6 +123,7 @@ impl Master {
             cache,
             returns_elsewhere: std::sync::OnceLock::new(),
             certs: None,
+            syndics: Arc::default(),
         }
     }
 
@@ -216,7 +219,8 @@ impl Master {
         check_acl: Option<&crate::acl::Caller>,
     ) -> Result<Published, Status> {
         let (expected, missing) = self.resolve(target);
-        if expected.is_empty() && missing.is_empty() {
+        // A top master does not short-circuit: its syndics resolve the target below.
+        if expected.is_empty() && missing.is_empty() && !self.cfg.syndic.order_masters {
             return Err(Status::not_found(NO_MINIONS));
         }
         if let Some(who) = check_acl {
@@ -262,6 +266,10 @@ impl Master {
         let msg = Arc::new(pb::SubscribeResponse {
             kind: Some(Kind::Job(load)),
         });
+        if let (true, Some(Kind::Job(l))) = (self.cfg.syndic.order_masters, &msg.kind) {
+            let now = std::time::Instant::now();
+            self.syndics.forward(l, self.cfg.timeout, now);
+        }
         let delivered = self.delivery.deliver(&expected, msg).await;
         if delivered.sent.len() < expected.len() {
             tracing::debug!(%jid, expected = expected.len(), sent = delivered.sent.len(), unreachable = delivered.unreachable.len(), "job not delivered to every expected minion");
@@ -315,6 +323,38 @@ impl Master {
                 r.jid
             )));
         }
+        self.store_return(id, r, started, user).await
+    }
+
+    /// Accepts a return that syndic `syndic` forwarded from its minion `id`, once the job
+    /// was forwarded to that syndic: stored and announced as a direct minion's.
+    pub async fn accept_syndic_return(
+        &self,
+        syndic: &str,
+        id: &str,
+        r: pb::ReturnRequest,
+    ) -> Result<bool, Status> {
+        if !self.syndics.was_sent(&r.jid, syndic) {
+            return Err(Status::permission_denied(format!(
+                "job {} was not forwarded to syndic {syndic}",
+                r.jid
+            )));
+        }
+        let (started, user) = match self.followers.get(&r.jid) {
+            Some(f) => (Some(f.started), f.user.clone()),
+            None => (None, String::new()),
+        };
+        self.store_return(id, r, started, user).await
+    }
+
+    /// Stores a checked return of minion `id`, announces it and hands it to the followers.
+    async fn store_return(
+        &self,
+        id: &str,
+        r: pb::ReturnRequest,
+        started: Option<chrono::DateTime<chrono::Utc>>,
+        user: String,
+    ) -> Result<bool, Status> {
         let fun = fun_json(&r.fun);
         let fun_args = Value::Array(value::from_list(r.fun_args.as_ref()));
         let ret_json = r

@@ -7,7 +7,7 @@
 //! have not returned are asked whether they still run the job; while any says yes, the wait
 //! starts again; the rest are reported `No response` (connected) or `Not connected`.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 /// What the driver should do after [`Tracker::poll`].
@@ -72,6 +72,23 @@ pub struct Tracker {
     /// after (a runner's gather simply stops at the timeout).
     gather: Option<Duration>,
     phase: Phase,
+    /// A top master's wait for its syndics (`order_masters`), if it is one.
+    syndic: Option<SyndicWait>,
+}
+
+/// Salt's rule for a top master (`get_iter_returns` with `order_masters`): the wait is not
+/// over before `syndic_wait` has passed, even when every minion known so far returned, since
+/// a syndic may still report minions of its own; a return from any minion counts.
+#[derive(Debug)]
+struct SyndicWait {
+    /// Start + `syndic_wait`.
+    until: Instant,
+    /// The syndic that reported each of its minions.
+    owner: HashMap<String, String>,
+    /// Every minion that returned, so a syndic's late list does not wait on them again.
+    returned: HashSet<String>,
+    /// `until` has been seen passing by [`Tracker::poll`].
+    passed: bool,
 }
 
 impl Tracker {
@@ -100,6 +117,43 @@ impl Tracker {
             timeout,
             gather: Some(gather),
             phase,
+            syndic: None,
+        }
+    }
+
+    /// Follows the job as a top master does: not over before `wait` from `now`, whatever
+    /// returned, and open to the minions syndics report ([`Tracker::on_syndic_expect`]).
+    pub fn with_syndics(mut self, wait: Duration, now: Instant) -> Tracker {
+        if matches!(self.phase, Phase::Done) {
+            self.phase = Phase::Waiting {
+                until: now + self.timeout,
+            };
+        }
+        self.syndic = Some(SyndicWait {
+            until: now + wait,
+            owner: HashMap::new(),
+            returned: HashSet::new(),
+            passed: false,
+        });
+        self
+    }
+
+    /// Syndic `syndic` published the job to `minions` (Salt's `syndic/<id>/<jid>` event):
+    /// those that have not returned yet are waited for too.
+    pub fn on_syndic_expect(&mut self, syndic: &str, minions: &[String]) {
+        let Some(sw) = &mut self.syndic else {
+            return;
+        };
+        if matches!(self.phase, Phase::Done) {
+            return;
+        }
+        for m in minions {
+            if sw.returned.contains(m) {
+                continue;
+            }
+            self.missing.retain(|x| x != m);
+            self.pending.insert(m.clone());
+            sw.owner.insert(m.clone(), syndic.to_owned());
         }
     }
 
@@ -118,6 +172,19 @@ impl Tracker {
     /// A return from `id` arrived. True when it is the first from an expected minion: the
     /// driver passes it on; a repeat or a stranger's is dropped.
     pub fn on_return(&mut self, id: &str) -> bool {
+        if let Some(sw) = &mut self.syndic {
+            // As Salt's top master: any minion's first return for the job counts.
+            if matches!(self.phase, Phase::Done) || !sw.returned.insert(id.to_owned()) {
+                return false;
+            }
+            self.pending.remove(id);
+            self.missing.retain(|x| x != id);
+            self.returned += 1;
+            if let Phase::Asking { asked, .. } = &mut self.phase {
+                asked.remove(id);
+            }
+            return true;
+        }
         if matches!(self.phase, Phase::Done) || !self.pending.remove(id) {
             return false;
         }
@@ -161,6 +228,9 @@ impl Tracker {
     /// What to do at `now`; `connected` tells whether a minion has a live subscription.
     pub fn poll(&mut self, now: Instant, connected: impl Fn(&str) -> bool) -> Step {
         loop {
+            if let Some(step) = self.syndic_step(now) {
+                return step;
+            }
             match &self.phase {
                 Phase::Done => return Step::Done,
                 Phase::Waiting { until } if now < *until => return Step::Wait,
@@ -206,11 +276,35 @@ impl Tracker {
         }
     }
 
+    /// A top master's decision before the usual ones: over once every known minion
+    /// returned (at least one) and `syndic_wait` passed; waiting while it has not passed.
+    fn syndic_step(&mut self, now: Instant) -> Option<Step> {
+        let sw = self.syndic.as_mut()?;
+        if now >= sw.until {
+            sw.passed = true;
+        }
+        if matches!(self.phase, Phase::Done) || !self.pending.is_empty() {
+            return None;
+        }
+        if !sw.passed {
+            return Some(Step::Wait);
+        }
+        if self.returned > 0 {
+            self.phase = Phase::Done;
+            return Some(Step::Done);
+        }
+        None
+    }
+
     /// When [`Tracker::poll`] must be called again, if no message comes first.
     pub fn deadline(&self) -> Option<Instant> {
-        match &self.phase {
-            Phase::Waiting { until } | Phase::Asking { until, .. } => Some(*until),
-            Phase::Done => None,
+        let until = match &self.phase {
+            Phase::Waiting { until } | Phase::Asking { until, .. } => *until,
+            Phase::Done => return None,
+        };
+        match &self.syndic {
+            Some(sw) if self.pending.is_empty() && !sw.passed => Some(until.min(sw.until)),
+            _ => Some(until),
         }
     }
 
@@ -231,9 +325,10 @@ impl Tracker {
             .pending
             .into_iter()
             .map(|id| {
+                let below = self.syndic.as_ref().is_some_and(|s| s.owner.contains_key(&id));
                 let why = if self.unreachable.contains(&id) {
                     Silence::Unreachable
-                } else if connected(&id) {
+                } else if below || connected(&id) {
                     Silence::NoResponse
                 } else {
                     Silence::NotConnected
@@ -462,5 +557,87 @@ mod tests {
             .filter(|(_, s)| *s == Silence::NotConnected)
             .count();
         assert_eq!((out.silent.len(), not_connected), (75, 50));
+    }
+
+    const W: Duration = Duration::from_secs(2);
+
+    fn direct(id: &str) -> bool {
+        id.starts_with('m')
+    }
+
+    #[test]
+    fn a_top_master_waits_syndic_wait_even_when_every_known_minion_returned() {
+        let t0 = Instant::now();
+        let mut t = Tracker::new(ids(1), vec![], T, G, t0).with_syndics(W, t0);
+        assert!(t.on_return("m00000"));
+        assert_eq!(t.poll(t0, direct), Step::Wait, "syndic_wait has not passed");
+        assert_eq!(t.deadline(), Some(t0 + W));
+        t.on_syndic_expect("syn1", &["s1-a".into(), "s1-b".into()]);
+        assert_eq!(t.poll(t0 + W, direct), Step::Wait, "s1-a, s1-b pending");
+        assert_eq!(t.deadline(), Some(t0 + T));
+        assert!(t.on_return("s1-a"));
+        assert!(t.on_return("s1-b"));
+        assert!(!t.on_return("s1-b"), "a repeat is dropped");
+        assert_eq!(t.poll(t0 + W, direct), Step::Done);
+        assert_eq!(t.finish(direct).returned, 3);
+    }
+
+    #[test]
+    fn a_top_master_with_no_minions_of_its_own_waits_for_syndics() {
+        let t0 = Instant::now();
+        let mut t = Tracker::new(Vec::<String>::new(), vec![], T, G, t0).with_syndics(W, t0);
+        assert!(!t.is_done(), "order_masters does not short-circuit on no minions");
+        assert_eq!(t.poll(t0 + W, direct), Step::Wait, "nothing returned yet: up to the timeout");
+        assert_eq!(t.deadline(), Some(t0 + T));
+        // A return reported before its syndic's list counts, and the list does not re-add it.
+        assert!(t.on_return("s2-a"));
+        t.on_syndic_expect("syn2", &["s2-a".into(), "s2-b".into()]);
+        assert!(t.on_return("s2-b"));
+        assert_eq!(t.poll(t0 + W, direct), Step::Done);
+        let out = t.finish(direct);
+        assert_eq!((out.returned, out.silent.len()), (2, 0));
+    }
+
+    #[test]
+    fn minions_of_a_silent_syndic_are_reported_no_response_at_the_timeout() {
+        let t0 = Instant::now();
+        let mut t = Tracker::new(ids(1), vec![], T, G, t0).with_syndics(W, t0);
+        t.on_return("m00000");
+        t.on_syndic_expect("dead", &["d-a".into(), "d-b".into()]);
+        t.on_syndic_expect("live", &["l-a".into()]);
+        t.on_return("l-a");
+        assert_eq!(t.poll(t0 + W, direct), Step::Wait);
+        // Below a syndic nobody is asked find_job here; at the timeout the wait ends.
+        assert_eq!(t.poll(t0 + T, direct), Step::Done);
+        let out = t.finish(direct);
+        assert_eq!(out.returned, 2);
+        assert_eq!(
+            out.silent,
+            vec![
+                ("d-a".to_owned(), Silence::NoResponse),
+                ("d-b".to_owned(), Silence::NoResponse)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_syndic_list_naming_a_listed_id_without_a_key_here_moves_it_to_pending() {
+        let t0 = Instant::now();
+        let mut t =
+            Tracker::new(Vec::<String>::new(), vec!["low".into()], T, G, t0).with_syndics(W, t0);
+        t.on_syndic_expect("syn", &["low".into()]);
+        t.on_return("low");
+        assert_eq!(t.poll(t0 + W, direct), Step::Done);
+        assert!(t.finish(direct).silent.is_empty(), "not reported missing after returning");
+    }
+
+    #[test]
+    fn without_syndics_strangers_stay_dropped_and_expectations_are_ignored() {
+        let t0 = Instant::now();
+        let mut t = Tracker::new(ids(1), vec![], T, G, t0);
+        t.on_syndic_expect("syn", &["x".into()]);
+        assert!(!t.on_return("x"));
+        assert!(t.on_return("m00000"));
+        assert!(t.is_done());
     }
 }

@@ -40,7 +40,7 @@ impl MinionApi {
     }
 
     /// The calling minion's id, once its key is accepted. `announce` fires `salt/auth`.
-    fn admit<T>(&self, req: &Request<T>, announce: bool) -> Result<String, Status> {
+    pub(crate) fn admit<T>(&self, req: &Request<T>, announce: bool) -> Result<String, Status> {
         let Peer::Minion {
             id,
             public_key_pem,
