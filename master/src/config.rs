@@ -108,6 +108,16 @@ pub struct RawConfig {
     pub renderer: Option<String>,
     /// External pillar is compiled before the SLS pillar, which sees it (Salt's).
     pub ext_pillar_first: Option<bool>,
+    /// External pillar sources in Salt's list form (`- cmd_json: ...`, `- postgres: ...`).
+    pub ext_pillar: Option<serde_json::Value>,
+    /// The sources a `pillar.ext` call may name (Salt's, default `[libvirt, virtkey]`).
+    pub on_demand_ext_pillar: Option<Vec<String>>,
+    /// The `postgres` ext_pillar's connection (Salt's: host, user, pass, db, port).
+    pub postgres: Option<serde_json::Value>,
+    /// The `mysql` ext_pillar's connection (Salt's: host, user, pass, db, port, ssl).
+    pub mysql: Option<serde_json::Value>,
+    /// Where the `gpg` renderer's keys are (Salt's, default `<config dir>/gpgkeys`).
+    pub gpg_keydir: Option<PathBuf>,
     /// Fire `salt/presence/*` events (Salt's `presence_events`).
     pub presence_events: Option<bool>,
     /// Default seconds before find_job is asked (Salt's `timeout`, default 5).
@@ -286,6 +296,8 @@ pub struct MasterConfig {
     pub pillar_roots: Vec<PathBuf>,
     /// The pillar compiler's settings and cache (every pillar key).
     pub pillar: crate::pillar::PillarConfig,
+    /// External pillar: the sources, `on_demand_ext_pillar` and what they read.
+    pub ext_pillar: crate::ext_pillar::ExtPillarConfig,
     /// Presence events on.
     pub presence_events: bool,
     /// Default timeout.
@@ -449,6 +461,20 @@ impl MasterConfig {
         let event_return = event_return(&raw)?;
         let master_job_cache = master_job_cache(raw.master_job_cache.as_deref())?;
         let timeout = secs("timeout", raw.timeout, 5.0)?;
+        // Salt's default: beside the config file.
+        let config_dir = file.parent().unwrap_or(Path::new("/etc/saltq"));
+        let gpg_keydir = raw
+            .gpg_keydir
+            .clone()
+            .unwrap_or_else(|| config_dir.join("gpgkeys"));
+        let ext_pillar = crate::ext_pillar::ExtPillarConfig::from_raw(
+            raw.ext_pillar.as_ref(),
+            raw.on_demand_ext_pillar.as_deref(),
+            raw.postgres.as_ref(),
+            raw.mysql.as_ref(),
+            Some(&gpg_keydir),
+        )
+        .map_err(|(k, m)| invalid(k, m))?;
         let gather_job_timeout = secs("gather_job_timeout", raw.gather_job_timeout, 10.0)?;
         let pillar = crate::pillar::PillarConfig::from_raw(&raw, &id, &cachedir)?;
         let syndic =
@@ -474,6 +500,7 @@ impl MasterConfig {
             keep_jobs: Duration::from_secs(raw.keep_jobs_seconds.unwrap_or(86400)),
             job_cache,
             nodegroups: raw.nodegroups.unwrap_or_default(),
+            ext_pillar,
             pillar,
             pillar_roots: raw
                 .pillar_roots

@@ -49,6 +49,9 @@ pub async fn run(
         if master.cfg.presence_events {
             tasks.push(tokio::spawn(crate::run::presence_loop(master.clone())));
         }
+        if !master.cfg.schedule.is_empty() {
+            tasks.push(tokio::spawn(crate::schedule::run(master.clone())));
+        }
         tasks
     })
     .await;

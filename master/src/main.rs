@@ -7,6 +7,7 @@ mod config;
 mod delivery;
 mod duties;
 mod events;
+mod ext_pillar;
 mod facts;
 mod follow;
 mod jids;

@@ -288,6 +288,9 @@ impl Master {
 
     /// Accepts a return from minion `id`: checks the job was sent to it, stores it, announces it.
     pub async fn accept_return(&self, id: &str, mut r: pb::ReturnRequest) -> Result<bool, Status> {
+        // A scheduled job's name (the minion's scheduler puts it in the metadata) becomes
+        // the `schedule` field of the return event, as in Salt.
+        let schedule = r.metadata.as_mut().and_then(|m| m.fields.remove("__schedule__"));
         if r.jid == STANDALONE_JID {
             r.jid = self.record_standalone(id, &r).await?;
         }
@@ -406,11 +409,12 @@ impl Master {
                 ));
             }
         }
-        self.events.fire(
-            format!("salt/job/{}/ret/{id}", r.jid),
-            json!({"cmd": "_return", "fun": fun, "fun_args": fun_args, "id": id, "jid": r.jid,
-                   "retcode": r.retcode, "return": ret_json, "success": r.success, "user": user}),
-        );
+        let mut event = json!({"cmd": "_return", "fun": fun, "fun_args": fun_args, "id": id,
+            "jid": r.jid, "retcode": r.retcode, "return": ret_json, "success": r.success, "user": user});
+        if let Some(s) = schedule.as_ref() {
+            event["schedule"] = value::from_prost(s);
+        }
+        self.events.fire(format!("salt/job/{}/ret/{id}", r.jid), event);
         let ret = Arc::new(pb::JobReturn {
             id: id.to_owned(),
             jid: r.jid,

@@ -120,6 +120,9 @@ pub struct RawConfig {
     pub mine_return_job: Option<bool>,
     /// The top file `startup_states: top` applies (e.g. `top_startup.sls`).
     pub top_file: Option<String>,
+    /// Scheduled jobs (Salt's `schedule`): `{name: {function, seconds, ...}}`; read by the
+    /// scheduler (`schedule.rs`) from the options, with `minion.d/_schedule.conf` over it.
+    pub schedule: Option<Value>,
     /// The hosts file the `hosts` module and `host` states edit (Salt's `hosts.file`,
     /// default `/etc/hosts`); read by the execution module from the options.
     #[serde(rename = "hosts.file")]
@@ -556,6 +559,9 @@ impl MinionConfig {
         if let Some(e) = &raw.ext_pillar {
             saltq_states::pillar::ext::from_config(e, &opts, &[])
                 .map_err(|m| bad("ext_pillar", m))?;
+        }
+        if let Some(s) = raw.schedule.as_ref().filter(|s| !(s.is_object() || s.is_null())) {
+            return Err(bad("schedule", format!("{s} is not a dict of scheduled jobs")));
         }
         let root = raw.root_dir.unwrap_or_else(|| PathBuf::from("/"));
         if !root.is_absolute() {

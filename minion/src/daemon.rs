@@ -417,6 +417,7 @@ impl Calls {
         };
         let ctx = crate::beacon_driver::start(cfg, ctx, chan_rx.clone());
         let (ret_tx, ret_rx) = mpsc::unbounded_channel();
+        let ctx = crate::schedule::start(cfg, ctx, &jobs, &ret_tx);
         tokio::spawn(outbox(ret_rx, chan_rx, cfg.clone(), jobs.clone()));
         Calls {
             pillar,

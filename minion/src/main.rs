@@ -15,6 +15,7 @@ mod mine;
 mod masterless;
 mod reaper;
 mod renewal;
+mod schedule;
 mod subscribe;
 mod swarm;
 

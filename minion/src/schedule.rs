@@ -1,0 +1,426 @@
+//! The minion's scheduler (Salt's `Schedule` in the minion process): the schedule from the
+//! config's `schedule`, `minion.d/_schedule.conf` and the pillar's `schedule`, a one-second
+//! tick (Salt's `loop_interval`) asking the pure core (`semantics::schedule`) what is due,
+//! and each due job run as a job of its own: a jid, listed by `saltutil.running` when
+//! `jid_include`, its return sent to the master as Salt's scheduled returns are (jid `req`,
+//! so the master gives it a jid and stores it; the job's name rides along for the
+//! `schedule` field of `salt/job/<jid>/ret/<id>`). `schedule.*` reaches it through
+//! [`ScheduleControl`].
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use saltq_exec::{CallContext, PubInfo, ScheduleControl};
+use saltq_proto::v1 as pb;
+use saltq_semantics::JidGenerator;
+use saltq_semantics::python::truthy;
+use saltq_semantics::schedule::book::Book;
+use saltq_semantics::schedule::{Eval, Fire, ReturnJob, Scheduler, TIME_FMT, fire_now};
+use saltq_transport::value;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use crate::config::MinionConfig;
+use crate::daemon::Outgoing;
+use crate::jobs::Jobs;
+
+/// The key of a return's `metadata` that carries the scheduled job's name to the master,
+/// which moves it to the `schedule` field of the return event.
+pub const SCHEDULE_KEY: &str = "__schedule__";
+
+/// The tick: Salt's minion `loop_interval` default.
+const TICK: Duration = Duration::from_secs(1);
+
+/// The schedule, its state and what running a job needs.
+pub struct MinionSchedule {
+    state: Mutex<State>,
+    /// `<config dir>/minion.d/_schedule.conf`.
+    conf: PathBuf,
+    id: String,
+    /// The job context, with this scheduler in it (set once built).
+    ctx: OnceLock<CallContext>,
+    jobs: Arc<Jobs>,
+    ret_tx: mpsc::UnboundedSender<Outgoing>,
+    /// Running instances by job name, for `maxrunning`.
+    running: Mutex<HashMap<String, usize>>,
+    jids: Mutex<JidGenerator>,
+    /// Itself, for `run_job` (a job task holds the scheduler).
+    me: OnceLock<Weak<MinionSchedule>>,
+}
+
+struct State {
+    book: Book,
+    sched: Scheduler,
+    /// The last error logged per job, so each is logged once.
+    logged: HashMap<String, String>,
+}
+
+/// The `__mine_interval` job Salt's minion adds when the mine is enabled.
+fn mine_job(cfg: &MinionConfig) -> Option<Map<String, Value>> {
+    let o = &cfg.opts;
+    if !o.get("mine_enabled").is_none_or(truthy) {
+        return None;
+    }
+    let minutes = o.get("mine_interval").cloned().unwrap_or(json!(60));
+    let return_job = o.get("mine_return_job").cloned().unwrap_or(json!(false));
+    json!({"function": "mine.update", "minutes": minutes, "jid_include": true,
+           "maxrunning": 2, "run_on_start": true, "return_job": return_job, "enabled": true})
+    .as_object()
+    .cloned()
+}
+
+/// Reads `_schedule.conf`: its `schedule` dict, `None` when there is no file.
+fn read_saved(conf: &PathBuf) -> Result<Option<Value>, String> {
+    let doc: Option<Value> =
+        saltq_transport::config::load_yaml(conf, false).map_err(|e| e.to_string())?;
+    Ok(doc.and_then(|d| d.get("schedule").cloned()))
+}
+
+/// Builds the scheduler over `ctx`, starts its tick and hands back `ctx` with it attached.
+pub fn start(
+    cfg: &Arc<MinionConfig>,
+    ctx: CallContext,
+    jobs: &Arc<Jobs>,
+    ret_tx: &mpsc::UnboundedSender<Outgoing>,
+) -> CallContext {
+    let dir = cfg.file.parent().map(PathBuf::from).unwrap_or_default();
+    let conf = dir.join("minion.d").join("_schedule.conf");
+    let saved = read_saved(&conf).unwrap_or_else(|e| {
+        tracing::error!("schedule not restored: {e}");
+        None
+    });
+    let mut book = Book::new(cfg.opts.get("schedule"), saved.as_ref()).unwrap_or_else(|e| {
+        tracing::error!("schedule ignored: {e}");
+        Book::default()
+    });
+    match mine_job(cfg) {
+        Some(job) => _ = book.add("__mine_interval", job, &Map::new()),
+        None => _ = book.delete("__mine_interval", &Map::new()),
+    }
+    let seed = std::process::id() as u64
+        ^ cfg
+            .id
+            .bytes()
+            .fold(0u64, |h, b| h.wrapping_mul(31) ^ b as u64);
+    let me = Arc::new(MinionSchedule {
+        state: Mutex::new(State {
+            book,
+            sched: Scheduler::new(TICK.as_secs() as i64, seed),
+            logged: HashMap::new(),
+        }),
+        conf,
+        id: cfg.id.clone(),
+        ctx: OnceLock::new(),
+        jobs: jobs.clone(),
+        ret_tx: ret_tx.clone(),
+        running: Mutex::new(HashMap::new()),
+        jids: Mutex::new(JidGenerator::new(None)),
+        me: OnceLock::new(),
+    });
+    let _ = me.me.set(Arc::downgrade(&me));
+    let ctx = ctx.with_schedule(me.clone());
+    let _ = me.ctx.set(ctx.clone());
+    let ticker = Arc::downgrade(&me);
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(TICK);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            every.tick().await;
+            let Some(me) = ticker.upgrade() else { break };
+            if me.ret_tx.is_closed() {
+                break;
+            }
+            for fire in me.due(chrono::Local::now().naive_local()) {
+                me.clone().spawn(fire);
+            }
+        }
+    });
+    ctx
+}
+
+impl MinionSchedule {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn pillar_schedule(&self) -> Map<String, Value> {
+        self.ctx
+            .get()
+            .map(|c| c.pillar())
+            .and_then(|p| p.get("schedule").and_then(Value::as_object).cloned())
+            .unwrap_or_default()
+    }
+
+    /// One evaluation at `now`: the jobs to start.
+    fn due(&self, now: chrono::NaiveDateTime) -> Vec<Fire> {
+        let pillar = self.pillar_schedule();
+        let (pw, gw) = match self.ctx.get() {
+            Some(c) => (
+                c.pillar().get("whens").cloned(),
+                c.grains().get("whens").cloned(),
+            ),
+            None => (None, None),
+        };
+        let running = |name: &str| {
+            let r = self.running.lock().unwrap_or_else(|e| e.into_inner());
+            r.get(name).copied().unwrap_or(0)
+        };
+        let mut st = self.lock();
+        let merged = st.book.merged(&pillar);
+        let ev = Eval {
+            now,
+            pillar_whens: pw.as_ref(),
+            grain_whens: gw.as_ref(),
+            running: &running,
+        };
+        let fires = st.sched.due(&merged, &ev);
+        for name in merged.keys() {
+            let Some(e) = st.sched.error(name).map(str::to_owned) else {
+                continue;
+            };
+            if st.logged.get(name) != Some(&e) {
+                tracing::error!(job = %name, "{e}");
+                st.logged.insert(name.clone(), e);
+            }
+        }
+        fires
+    }
+
+    fn next_jid(&self) -> String {
+        let mut g = self.jids.lock().unwrap_or_else(|e| e.into_inner());
+        g.next(chrono::Utc::now()).to_string()
+    }
+
+    fn count(&self, name: &str, delta: isize) {
+        let mut r = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let n = r.entry(name.to_owned()).or_default();
+        *n = n.saturating_add_signed(delta);
+    }
+
+    /// Runs one scheduled job in its own task, as Salt's `handle_func` does.
+    fn spawn(self: Arc<Self>, fire: Fire) {
+        let Some(base) = self.ctx.get() else { return };
+        let ctx = base.for_job();
+        let jid = self.next_jid();
+        tracing::info!(job = %fire.name, %jid, missed_by = fire.missed_by, "running scheduled job");
+        let ret = fire.returners.join(",");
+        if fire.jid_include {
+            let info = json!({"pid": std::process::id(), "fun": fire.func, "arg": fire.args,
+                "tgt": self.id, "jid": jid, "ret": ret, "tgt_type": "glob", "user": "root",
+                "schedule": fire.name});
+            self.jobs.start(&jid, info, ctx.processes.clone());
+        }
+        self.count(&fire.name, 1);
+        tokio::spawn(async move {
+            let publ = PubInfo {
+                jid: jid.clone(),
+                tgt: json!(self.id),
+                tgt_type: "glob".into(),
+                ret: ret.clone(),
+                user: "root".into(),
+                arg: fire.args.clone(),
+            };
+            let o = saltq_exec::call(
+                &ctx,
+                &fire.func,
+                fire.args.clone(),
+                fire.kwargs.clone(),
+                &publ,
+            )
+            .await;
+            self.count(&fire.name, -1);
+            if fire.jid_include {
+                self.jobs.returned(&jid);
+                self.jobs.acknowledged(&jid);
+            }
+            if fire.return_job == ReturnJob::No && fire.returners.is_empty() {
+                return;
+            }
+            let _ = self.ret_tx.send(self.outgoing(&fire, o));
+        });
+    }
+
+    /// The return as Salt's scheduled job sends it: `fun_args` the args then the kwargs, jid
+    /// `req` (the master gives it one), the job's name for the `schedule` field.
+    fn outgoing(&self, fire: &Fire, o: saltq_exec::CallOutcome) -> Outgoing {
+        let mut fun_args = fire.args.clone();
+        if !fire.kwargs.is_empty() {
+            fun_args.push(Value::Object(fire.kwargs.clone()));
+        }
+        let mut metadata = fire.metadata.clone().unwrap_or_default();
+        metadata.insert(SCHEDULE_KEY.into(), json!(fire.name));
+        let req = pb::ReturnRequest {
+            jid: "req".into(),
+            fun: vec![fire.func.clone()],
+            fun_args: Some(value::to_list(&fun_args)),
+            r#return: Some(value::to_prost(&o.ret)),
+            retcode: o.retcode,
+            success: o.success,
+            out: o.out.unwrap_or_default().to_owned(),
+            metadata: Some(value::json_to_struct(&Value::Object(metadata))),
+        };
+        let s = |v: &Option<Value>| {
+            v.as_ref()
+                .map(saltq_semantics::python::str)
+                .unwrap_or_default()
+        };
+        Outgoing {
+            req,
+            id: self.id.clone(),
+            ret: if fire.return_job == ReturnJob::No {
+                String::new()
+            } else {
+                fire.returners.join(",")
+            },
+            ret_config: s(&fire.return_config),
+            ret_kwargs: fire.return_kwargs.as_ref().map(value::json_to_struct),
+        }
+    }
+
+    /// Writes the schedule (without the pillar's jobs) to `_schedule.conf`.
+    fn persist(&self, book: &Book) {
+        let text = saltq_semantics::output::render(
+            saltq_semantics::output::Outputter::Yaml,
+            &book.persisted(),
+            &saltq_semantics::output::OutputOptions::default(),
+        );
+        let write = || -> std::io::Result<()> {
+            if let Some(dir) = self.conf.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let tmp = self.conf.with_extension("conf.tmp");
+            std::fs::write(&tmp, text.as_bytes())?;
+            std::fs::rename(&tmp, &self.conf)
+        };
+        if let Err(e) = write() {
+            tracing::error!(
+                "failed to persist the updated schedule to {}: {e}",
+                self.conf.display()
+            );
+        }
+    }
+}
+
+impl ScheduleControl for MinionSchedule {
+    fn manage(&self, req: Value) -> Value {
+        let func = req["func"].as_str().unwrap_or_default().to_owned();
+        let name = req["name"].as_str().unwrap_or_default().to_owned();
+        let persist = req.get("persist").is_none_or(truthy);
+        let pillar = self.pillar_schedule();
+        let mut st = self.lock();
+        let obj = |v: &Value| v.as_object().cloned().unwrap_or_default();
+        let changed = match func.as_str() {
+            "list" => {
+                let sched = match req["where"].as_str() {
+                    Some("pillar") => pillar.clone(),
+                    Some("opts") => st.book.opts.clone(),
+                    _ => st.book.merged(&pillar),
+                };
+                let saved = read_saved(&self.conf).ok().flatten().unwrap_or(json!({}));
+                return json!({"complete": true, "schedule": sched, "saved": saved});
+            }
+            "add" => {
+                for (n, job) in obj(&req["schedule"]) {
+                    st.book.add(&n, obj(&job), &pillar);
+                }
+                true
+            }
+            "delete" => {
+                st.book.delete(&name, &pillar);
+                true
+            }
+            "modify" => {
+                st.book.modify(&name, obj(&req["schedule"]), &pillar);
+                true
+            }
+            "enable_job" | "disable_job" => {
+                st.book
+                    .set_job_enabled(&name, func == "enable_job", &pillar);
+                true
+            }
+            "enable" | "disable" => {
+                st.book.set_enabled(func == "enable");
+                true
+            }
+            "save_schedule" => {
+                self.persist(&st.book);
+                return json!({"complete": true});
+            }
+            "reload" => {
+                return match read_saved(&self.conf) {
+                    Ok(Some(saved)) => {
+                        st.book.reload(&saved);
+                        json!({"complete": true, "reloaded": true})
+                    }
+                    Ok(None) => json!({"complete": true, "reloaded": false}),
+                    Err(e) => json!({"complete": false, "error": e}),
+                };
+            }
+            "postpone_job" | "skip_job" => {
+                let fmt = req["time_fmt"].as_str().unwrap_or(TIME_FMT);
+                let time = req["time"].as_str().unwrap_or_default();
+                st.book
+                    .push_explicit(&name, "skip_explicit", time, fmt, &pillar);
+                if func == "postpone_job" {
+                    let new_time = req["new_time"].as_str().unwrap_or_default();
+                    st.book
+                        .push_explicit(&name, "run_explicit", new_time, fmt, &pillar);
+                }
+                false
+            }
+            "get_next_fire_time" => {
+                let t = st
+                    .sched
+                    .next_fire_time(&name)
+                    .map(|t| t.format(TIME_FMT).to_string());
+                return json!({"complete": true, "next_fire_time": t});
+            }
+            "job_status" => {
+                let mut data = st
+                    .book
+                    .merged(&pillar)
+                    .get(&name)
+                    .map(obj)
+                    .unwrap_or_default();
+                if !data.is_empty() {
+                    data.insert("name".into(), json!(name));
+                    data.extend(st.sched.status(&name));
+                }
+                return json!({"complete": true, "data": data});
+            }
+            "run_job" => {
+                let merged = st.book.merged(&pillar);
+                let data = merged.get(&name).map(obj).unwrap_or_default();
+                drop(st);
+                let fire = fire_now(&name, &data);
+                let busy = self
+                    .running
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(&name)
+                    .copied()
+                    .unwrap_or(0);
+                let max = data
+                    .get("maxrunning")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(1)
+                    .max(0) as usize;
+                if !(fire.jid_include && busy >= max) {
+                    if let Some(me) = self.me.get().and_then(Weak::upgrade) {
+                        me.spawn(fire);
+                    }
+                }
+                return json!({"complete": true});
+            }
+            other => {
+                return json!({"complete": false, "error": format!("unknown schedule request {other:?}")});
+            }
+        };
+        if changed && persist {
+            self.persist(&st.book);
+        }
+        json!({"complete": true, "schedule": st.book.merged(&pillar)})
+    }
+}
