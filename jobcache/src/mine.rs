@@ -164,7 +164,11 @@ impl JobCache {
                         let id: String = row.try_get(0)?;
                         match row.try_get::<_, Value>(1)? {
                             Value::Object(m) => out.insert(id, m),
-                            _ => return Err(ReadError::Corrupt(format!("mine of minion {id} is not a dict"))),
+                            _ => {
+                                return Err(ReadError::Corrupt(format!(
+                                    "mine of minion {id} is not a dict"
+                                )));
+                            }
                         };
                     }
                     Ok(out)
@@ -216,8 +220,8 @@ fn sqlite_write(
         .optional()?;
     let old = old.map(|t| decode(&t, id)).transpose()?.unwrap_or_default();
     if let Some(new) = change(old) {
-        let text = serde_json::to_string(&Value::Object(new))
-            .map_err(|e| ReadError::Db(Arc::new(e)))?;
+        let text =
+            serde_json::to_string(&Value::Object(new)).map_err(|e| ReadError::Db(Arc::new(e)))?;
         tx.execute(
             "INSERT INTO mine (minion_id, data) VALUES (?1, ?2)
              ON CONFLICT (minion_id) DO UPDATE SET data = excluded.data",

@@ -77,7 +77,13 @@ pub fn gather(
                     continue;
                 }
             }
-            put_answer(&mut out, by_function, function, minion, entry_data(entry).clone());
+            put_answer(
+                &mut out,
+                by_function,
+                function,
+                minion,
+                entry_data(entry).clone(),
+            );
         }
     }
     out
@@ -183,12 +189,16 @@ pub async fn forget_deleted(master: Arc<Master>) {
                 match master.cache.mine_flush(&c.id).await {
                     Ok(true) => tracing::info!(minion = %c.id, "key deleted, mine flushed"),
                     Ok(false) => {}
-                    Err(e) => tracing::warn!(minion = %c.id, error = %e, "cannot flush the mine of a deleted key"),
+                    Err(e) => {
+                        tracing::warn!(minion = %c.id, error = %e, "cannot flush the mine of a deleted key")
+                    }
                 }
             }
             Ok(_) => {}
             Err(RecvError::Lagged(n)) => {
-                tracing::warn!("{n} key changes missed; flushing the mine of minions without a key");
+                tracing::warn!(
+                    "{n} key changes missed; flushing the mine of minions without a key"
+                );
                 let accepted = master.keys.accepted();
                 if let Ok(mine) = master.cache.mine_fetch(None).await {
                     for id in mine.keys().filter(|id| !accepted.contains(id)) {
@@ -299,7 +309,13 @@ mod tests {
             Value::Object(got),
             json!({"web1": ["10.0.0.1"], "web2": ["10.0.0.2"]})
         );
-        let got = gather("lb1", &json!("network.ip_addrs,open_wrapped"), &matched, &mine(), acl);
+        let got = gather(
+            "lb1",
+            &json!("network.ip_addrs,open_wrapped"),
+            &matched,
+            &mine(),
+            acl,
+        );
         assert_eq!(
             Value::Object(got),
             json!({"network.ip_addrs": {"web1": ["10.0.0.1"], "web2": ["10.0.0.2"]},

@@ -100,7 +100,13 @@ pub fn requested_functions(fun: &Value) -> Option<(Vec<String>, bool)> {
 }
 
 /// Adds one minion's data for one function to a `mine.get` answer.
-pub fn put_answer(out: &mut Map<String, Value>, by_function: bool, fun: &str, id: &str, data: Value) {
+pub fn put_answer(
+    out: &mut Map<String, Value>,
+    by_function: bool,
+    fun: &str,
+    id: &str,
+    data: Value,
+) {
     if by_function {
         let slot = out
             .entry(fun.to_owned())
@@ -271,10 +277,7 @@ async fn update(call: Call) -> Result<Value, ExecError> {
     };
     let functions: Map<String, Value> = match functions {
         Value::Object(m) => m,
-        Value::Array(items) => items
-            .iter()
-            .map(|f| (python::str(f), json!({})))
-            .collect(),
+        Value::Array(items) => items.iter().map(|f| (python::str(f), json!({}))).collect(),
         _ => return Ok(Value::Null),
     };
     if functions.is_empty() {
@@ -330,10 +333,9 @@ async fn send(call: Call) -> Result<Value, ExecError> {
 /// Stores mine data on the master, or in the cachedir without one; `True` as Salt answers.
 async fn store(call: &Call, data: Map<String, Value>, clear: bool) -> Result<Value, ExecError> {
     match &call.ctx.mine {
-        Some(mine) => mine
-            .store(data, clear)
-            .await
-            .map_err(|e| ExecError::execution(format!("cannot send mine data to the master: {e}")))?,
+        Some(mine) => mine.store(data, clear).await.map_err(|e| {
+            ExecError::execution(format!("cannot send mine data to the master: {e}"))
+        })?,
         None => {
             let mut stored = if clear { Map::new() } else { read_local(call)? };
             stored.extend(data);
@@ -405,10 +407,9 @@ fn get_local(call: &Call, tgt: &str, tgt_type: &str, fun: &Value) -> Result<Valu
 async fn delete(call: Call) -> Result<Value, ExecError> {
     let fun = python::str(call.arg("fun"));
     match &call.ctx.mine {
-        Some(mine) => mine
-            .delete(&fun)
-            .await
-            .map_err(|e| ExecError::execution(format!("cannot delete mine data on the master: {e}")))?,
+        Some(mine) => mine.delete(&fun).await.map_err(|e| {
+            ExecError::execution(format!("cannot delete mine data on the master: {e}"))
+        })?,
         None => {
             let mut stored = read_local(&call)?;
             stored.remove(&fun);
@@ -420,10 +421,9 @@ async fn delete(call: Call) -> Result<Value, ExecError> {
 
 async fn flush(call: Call) -> Result<Value, ExecError> {
     match &call.ctx.mine {
-        Some(mine) => mine
-            .flush()
-            .await
-            .map_err(|e| ExecError::execution(format!("cannot flush mine data on the master: {e}")))?,
+        Some(mine) => mine.flush().await.map_err(|e| {
+            ExecError::execution(format!("cannot flush mine data on the master: {e}"))
+        })?,
         None => write_local(&call, &Map::new())?,
     }
     Ok(Value::Bool(true))
@@ -460,7 +460,10 @@ async fn valid(call: Call) -> Result<Value, ExecError> {
 fn local_path(call: &Call) -> PathBuf {
     call.ctx
         .opt("cachedir")
-        .map_or_else(|| PathBuf::from("/var/cache/saltq/minion"), |v| PathBuf::from(python::str(v)))
+        .map_or_else(
+            || PathBuf::from("/var/cache/saltq/minion"),
+            |v| PathBuf::from(python::str(v)),
+        )
         .join("mine.json")
 }
 
@@ -485,7 +488,10 @@ fn read_local(call: &Call) -> Result<Map<String, Value>, ExecError> {
 fn write_local(call: &Call, data: &Map<String, Value>) -> Result<(), ExecError> {
     let path = local_path(call);
     let fail = |e: std::io::Error| {
-        ExecError::execution(format!("cannot write the mine cache {}: {e}", path.display()))
+        ExecError::execution(format!(
+            "cannot write the mine cache {}: {e}",
+            path.display()
+        ))
     };
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(fail)?;

@@ -7,9 +7,7 @@ use super::jobs::runner;
 use super::{Args, Runner, RunnerCtx, Spec};
 
 async fn get(ctx: RunnerCtx, a: Args) -> Result<Value, String> {
-    let tgt = a
-        .str("tgt")
-        .ok_or("mine.get needs a target (tgt)")?;
+    let tgt = a.str("tgt").ok_or("mine.get needs a target (tgt)")?;
     let fun = a.get("fun").clone();
     if fun.is_null() {
         return Err("mine.get needs a function (fun)".into());

@@ -91,6 +91,9 @@ fn requested_functions_key_by_function_when_several() {
         Some((vec!["a".to_owned()], true))
     );
     assert_eq!(requested_functions(&json!(3)), None);
-    assert_eq!(entry_data(&json!({"__saltmine_acl__": 1, "__data__": 5})), &json!(5));
+    assert_eq!(
+        entry_data(&json!({"__saltmine_acl__": 1, "__data__": 5})),
+        &json!(5)
+    );
     assert_eq!(entry_data(&json!({"x": 1})), &json!({"x": 1}));
 }
