@@ -148,6 +148,8 @@ pub struct RawConfig {
     pub client_acl: Option<crate::acl::PublisherAcl>,
     /// Reactions: a list of `{tag_glob: [reaction files]}` (Salt's `reactor`).
     pub reactor: Option<Vec<std::collections::BTreeMap<String, Vec<PathBuf>>>>,
+    /// Runners run on a schedule (Salt's master `schedule`): `{name: {function, seconds, ...}}`.
+    pub schedule: Option<serde_json::Map<String, serde_json::Value>>,
     /// Concurrent reactions at most (default 10).
     pub reactor_worker_threads: Option<usize>,
     /// Returners that receive every event (Salt's `event_return`: a name or a list).
@@ -318,6 +320,8 @@ pub struct MasterConfig {
     pub acl: crate::acl::Acl,
     /// Reactions by tag glob.
     pub reactor: Vec<(String, Vec<PathBuf>)>,
+    /// The master's schedule of runners (`schedule.rs`), run by the duty holder.
+    pub schedule: serde_json::Map<String, serde_json::Value>,
     /// Concurrent reactions.
     pub reactor_workers: usize,
     /// Event returners and their queue settings.
@@ -526,6 +530,7 @@ impl MasterConfig {
                 runner: raw.runner_acl,
                 client: raw.client_acl,
             },
+            schedule: raw.schedule.unwrap_or_default(),
             reactor: raw
                 .reactor
                 .unwrap_or_default()

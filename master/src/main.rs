@@ -24,6 +24,7 @@ mod reactor;
 mod returns;
 mod run;
 mod runners;
+mod schedule;
 mod service;
 mod state;
 mod tags;
