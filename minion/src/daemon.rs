@@ -415,7 +415,13 @@ impl Calls {
             Some(r) => ctx.with_process_watch(r.clone()),
             None => ctx,
         };
-        let ctx = crate::beacon_driver::start(cfg, ctx, chan_rx.clone());
+        // Only the first master's instance runs the beacons (Salt's `beacons_leader`): their
+        // events reach every connected master through the shared event sink.
+        let ctx = if index == 0 {
+            crate::beacon_driver::start(cfg, ctx, chan_rx.clone())
+        } else {
+            ctx
+        };
         let (ret_tx, ret_rx) = mpsc::unbounded_channel();
         let ctx = crate::schedule::start(cfg, ctx, &jobs, &ret_tx);
         tokio::spawn(outbox(ret_rx, chan_rx, cfg.clone(), jobs.clone()));
