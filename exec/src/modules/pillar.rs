@@ -49,7 +49,126 @@ pub(crate) const FUNCTIONS: &[Function] = &[
             Param::opt("saltenv", Lit::None).kwonly(),
         ])
         .doc(ITEMS_DOC),
+    Function::new("pillar.data", handler!(items))
+        .varargs()
+        .params(&[
+            Param::opt("pillar", Lit::None).kwonly(),
+            Param::opt("pillar_enc", Lit::None).kwonly(),
+            Param::opt("pillarenv", Lit::None).kwonly(),
+            Param::opt("saltenv", Lit::None).kwonly(),
+        ])
+        .doc(ITEMS_DOC),
+    Function::new("pillar.ls", handler!(ls))
+        .varargs()
+        .params(&[
+            Param::opt("pillar", Lit::None).kwonly(),
+            Param::opt("pillar_enc", Lit::None).kwonly(),
+            Param::opt("pillarenv", Lit::None).kwonly(),
+            Param::opt("saltenv", Lit::None).kwonly(),
+        ])
+        .doc(LS_DOC),
+    Function::new("pillar.obfuscate", handler!(obfuscate))
+        .varargs()
+        .params(&[
+            Param::opt("pillar", Lit::None).kwonly(),
+            Param::opt("pillar_enc", Lit::None).kwonly(),
+            Param::opt("pillarenv", Lit::None).kwonly(),
+            Param::opt("saltenv", Lit::None).kwonly(),
+        ])
+        .doc(OBFUSCATE_DOC),
+    Function::new("pillar.fetch", handler!(get))
+        .params(&[
+            Param::req("key"),
+            Param::opt("default", Lit::NotSet),
+            Param::opt("merge", Lit::Bool(false)),
+            Param::opt("merge_nested_lists", Lit::None),
+            Param::opt("delimiter", Lit::Str(":")),
+            Param::opt("pillarenv", Lit::None),
+            Param::opt("saltenv", Lit::None),
+        ])
+        .doc(GET_DOC),
+    Function::new("pillar.file_exists", handler!(file_exists))
+        .params(&[Param::req("path"), Param::opt("saltenv", Lit::None)])
+        .doc(FILE_EXISTS_DOC),
 ];
+
+const LS_DOC: &str = "Return the top-level keys of the pillar (``pillar.items`` keys), in order.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' pillar.ls
+";
+
+async fn ls(call: Call) -> Result<Value, ExecError> {
+    Ok(match items(call).await? {
+        Value::Object(m) => m.keys().cloned().map(Value::String).collect(),
+        _ => Value::Array(Vec::new()),
+    })
+}
+
+const OBFUSCATE_DOC: &str = "Return the pillar with every value replaced by its type
+(``<str>``, ``<int>``, ...), keeping its structure: safe to show without its secrets.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' pillar.obfuscate
+";
+
+async fn obfuscate(call: Call) -> Result<Value, ExecError> {
+    fn inner(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                Value::Object(m.iter().map(|(k, v)| (k.clone(), inner(v))).collect())
+            }
+            Value::Array(a) => Value::Array(a.iter().map(inner).collect()),
+            other => Value::String(format!("<{}>", python::type_name(other))),
+        }
+    }
+    Ok(inner(&items(call).await?))
+}
+
+const FILE_EXISTS_DOC: &str = "Whether ``path`` (relative) exists under one of the
+``pillar_roots`` of this minion's configuration (of ``saltenv`` only, when given): meant for
+masterless minions and the master.
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' pillar.file_exists foo/bar.sls
+";
+
+async fn file_exists(call: Call) -> Result<Value, ExecError> {
+    let path = python::str(call.arg("path"));
+    let roots = match call.ctx.opt("pillar_roots") {
+        Some(Value::Object(m)) if !m.is_empty() => m.clone(),
+        _ => {
+            return Err(ExecError::execution(
+                "No pillar_roots found. Are you running this on the master?",
+            ));
+        }
+    };
+    let envs: Vec<(&String, &Value)> = match call.opt_arg("saltenv").filter(|v| truthy(v)) {
+        Some(env) => match roots.get_key_value(&python::str(env)) {
+            Some(kv) => vec![kv],
+            None => return Ok(Value::Bool(false)),
+        },
+        None => roots.iter().collect(),
+    };
+    for (_, dirs) in envs {
+        for dir in dirs.as_array().into_iter().flatten() {
+            let full = std::path::Path::new(&python::str(dir)).join(&path);
+            if full.is_file() {
+                return Ok(Value::Bool(true));
+            }
+        }
+    }
+    Ok(Value::Bool(false))
+}
 
 const GET_DOC: &str = "Return the named value from the minion's in-memory pillar, or ``default``
 when the key is not there (an empty string unless given, or an error when the minion sets
@@ -343,6 +462,49 @@ mod tests {
             0,
         )
         .await;
+    }
+
+    #[tokio::test]
+    async fn ls_obfuscate_fetch_and_file_exists() {
+        check("pillar.ls", json!([]), json!({}), json!(["app", "list"]), 0).await;
+        // Recorded from Salt 3007.8: `salt-call --local pillar.obfuscate`.
+        check(
+            "pillar.obfuscate",
+            json!([]),
+            json!({}),
+            json!({"app": {"port": "<int>", "hosts": ["<str>", "<str>"]}, "list": ["<int>", "<int>"]}),
+            0,
+        )
+        .await;
+        check(
+            "pillar.fetch",
+            json!(["app:port"]),
+            json!({}),
+            json!(8080),
+            0,
+        )
+        .await;
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("top.sls"), "").unwrap();
+        let mut c = ctx();
+        c.opts = Arc::new(json!({"pillar_roots": {"base": [d.path()]}}));
+        let out = run_in(&c, "pillar.file_exists", json!(["top.sls"]), json!({})).await;
+        assert_eq!(out.ret, json!(true));
+        let out = run_in(&c, "pillar.file_exists", json!(["nope.sls"]), json!({})).await;
+        assert_eq!(out.ret, json!(false));
+        let out = run_in(
+            &c,
+            "pillar.file_exists",
+            json!(["top.sls"]),
+            json!({"saltenv": "dev"}),
+        )
+        .await;
+        assert_eq!(out.ret, json!(false));
+        let out = run_in(&ctx(), "pillar.file_exists", json!(["top.sls"]), json!({})).await;
+        assert_eq!(
+            out.ret,
+            json!("ERROR: No pillar_roots found. Are you running this on the master?")
+        );
     }
 
     #[tokio::test]
