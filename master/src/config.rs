@@ -188,6 +188,10 @@ pub struct RawConfig {
     /// `ssl_key`, `disable_ssl`, `debug`, `root_prefix`, `webhook_url`,
     /// `webhook_disable_auth`, `expire_responses`, `collect_stats`, `stats_disable_auth`).
     pub rest_cherrypy: Option<saltq_netapi::config::RawRestConfig>,
+    /// Serves salt-api's Tornado flavour (`rest_tornado`: `port`, `address`, `ssl_crt`,
+    /// `ssl_key`, `disable_ssl`, `debug`, `websockets`, `webhook_disable_auth`,
+    /// `cors_origin`, `num_processes`, `backlog`), on its own port beside `rest_cherrypy`.
+    pub rest_tornado: Option<saltq_netapi::config::RawTornadoConfig>,
     /// The salt-api clients a request may use (Salt's `netapi_enable_clients`, default none).
     pub netapi_enable_clients: Option<Vec<String>>,
     /// salt-api users: eauth backends, users and their permissions (Salt's `external_auth`).
@@ -336,6 +340,8 @@ pub struct MasterConfig {
     pub cluster: Option<ClusterConfig>,
     /// salt-api, when `rest_cherrypy` is set.
     pub netapi: Option<saltq_netapi::Config>,
+    /// salt-api's Tornado flavour, when `rest_tornado` is set.
+    pub netapi_tornado: Option<saltq_netapi::Config>,
 }
 
 /// A master that is one replica of several (`cluster_id`).
@@ -452,7 +458,7 @@ impl MasterConfig {
                 dir.join(crate::run::PkiFiles::MASTER_KEY),
             )
         });
-        let netapi = netapi(&raw, netapi_tls, &cachedir)?;
+        let (netapi, netapi_tornado) = netapi(&raw, netapi_tls, &cachedir)?;
         let minion_cert_lifetime = minion_cert_lifetime(raw.minion_cert_days)
             .map_err(|m| invalid("minion_cert_days", m))?;
         let metrics_token = raw
@@ -544,6 +550,7 @@ impl MasterConfig {
             timeout,
             gather_job_timeout,
             netapi,
+            netapi_tornado,
             cluster,
             cachedir,
             file: file.to_path_buf(),
@@ -736,25 +743,26 @@ fn check_acls(raw: &RawConfig) -> Result<(), Invalid> {
     Ok(())
 }
 
-/// salt-api (`rest_cherrypy` and its companions), validated by the netapi crate; `tls` is
-/// the certificate it serves unless `rest_cherrypy` names one.
+/// salt-api (`rest_cherrypy`, `rest_tornado` and their companions), validated by the netapi
+/// crate; `tls` is the certificate each serves unless its key names one.
+type NetapiConfigs = (Option<saltq_netapi::Config>, Option<saltq_netapi::Config>);
 fn netapi(
     raw: &RawConfig,
     tls: (PathBuf, PathBuf),
     cachedir: &Path,
-) -> Result<Option<saltq_netapi::Config>, Invalid> {
-    saltq_netapi::Config::from_raw(
-        &saltq_netapi::RawConfig {
-            rest_cherrypy: raw.rest_cherrypy.clone(),
-            netapi_enable_clients: raw.netapi_enable_clients.clone(),
-            external_auth: raw.external_auth.clone(),
-            token_expire: raw.token_expire,
-            pam_service: raw.auth_pam_service.clone(),
-            max_tokens_per_user: raw.max_tokens_per_user,
-        },
-        tls,
-        cachedir.to_path_buf(),
-    )
+) -> Result<NetapiConfigs, Invalid> {
+    let n = saltq_netapi::RawConfig {
+        rest_cherrypy: raw.rest_cherrypy.clone(),
+        rest_tornado: raw.rest_tornado.clone(),
+        netapi_enable_clients: raw.netapi_enable_clients.clone(),
+        external_auth: raw.external_auth.clone(),
+        token_expire: raw.token_expire,
+        pam_service: raw.auth_pam_service.clone(),
+        max_tokens_per_user: raw.max_tokens_per_user,
+    };
+    let cherrypy = saltq_netapi::Config::from_raw(&n, tls.clone(), cachedir.to_path_buf())?;
+    let tornado = saltq_netapi::Config::tornado_from_raw(&n, tls, cachedir.to_path_buf())?;
+    Ok((cherrypy, tornado))
 }
 
 /// The event returners (`event_return` and its `event_return_*` settings), by known names.

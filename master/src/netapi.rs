@@ -117,6 +117,9 @@ impl NetapiBackend {
         let api = JobApi::new(self.master.clone());
         let mut stream = match api.run(request(&who, req)).await {
             Ok(r) => r.into_inner(),
+            Err(s) if no_minions(&s) && low.returned_only => {
+                return Ok(json!(saltq_netapi::backend::NO_MINIONS_MATCHED));
+            }
             Err(s) if no_minions(&s) => return Ok(json!({})),
             Err(s) => return Err(api_error(s)),
         };
@@ -126,7 +129,7 @@ impl NetapiBackend {
             match item.map_err(api_error)?.kind {
                 Some(Kind::Published(p)) => {
                     jid = p.jid;
-                    for id in p.missing {
+                    for id in p.missing.into_iter().filter(|_| !low.returned_only) {
                         out.insert(id, did_not_return(&jid, "No response"));
                     }
                 }
@@ -148,7 +151,9 @@ impl NetapiBackend {
                         Ok(pb::NoReturnReason::NotConnected) => "Not connected",
                         _ => "No response",
                     };
-                    out.insert(n.id, did_not_return(&jid, why));
+                    if !low.returned_only {
+                        out.insert(n.id, did_not_return(&jid, why));
+                    }
                 }
                 Some(Kind::Finished(_)) => break,
                 None => {}

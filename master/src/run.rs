@@ -212,7 +212,7 @@ pub async fn run(cfg: MasterConfig, shutdown: watch::Receiver<bool>) -> Result<(
         (bound.http.take(), &bound.listeners),
         &shutdown,
     )?;
-    if let Some(api) = bound.netapi {
+    for api in [bound.netapi, bound.netapi_tornado].into_iter().flatten() {
         (api.start)(master.clone(), shutdown.clone());
     }
     bound
@@ -291,6 +291,8 @@ struct Bound {
     http: Option<tokio::net::TcpListener>,
     /// salt-api, when configured.
     netapi: Option<SaltApi>,
+    /// salt-api's Tornado flavour, when configured.
+    netapi_tornado: Option<SaltApi>,
 }
 
 /// salt-api, bound and checked; it serves from [`SaltApi::start`].
@@ -338,10 +340,15 @@ impl Bound {
             Some(n) => Some(bind_netapi(cfg, n, live).await?),
             None => None,
         };
+        let netapi_tornado = match &cfg.netapi_tornado {
+            Some(n) => Some(bind_netapi(cfg, n, live).await?),
+            None => None,
+        };
         Ok(Bound {
             listeners,
             http,
             netapi,
+            netapi_tornado,
         })
     }
 }
@@ -353,6 +360,7 @@ async fn bind_netapi(
     live: &crate::certs::Live,
 ) -> Result<SaltApi, StartError> {
     let usage = saltq_transport::config::EX_USAGE;
+    let key = n.flavour.key();
     let tls = match &n.tls {
         // The master's own certificate, as loaded and reloaded for its listeners.
         saltq_netapi::config::Tls::Master { .. } => Some(
@@ -363,7 +371,7 @@ async fn bind_netapi(
     }
     .map_err(|e| StartError {
         code: usage,
-        error: anyhow::anyhow!("{}: key rest_cherrypy: {e}", cfg.file.display()),
+        error: anyhow::anyhow!("{}: key {key}: {e}", cfg.file.display()),
     })?;
     let l = tokio::net::TcpListener::bind(n.addr)
         .await
@@ -374,7 +382,7 @@ async fn bind_netapi(
                 usage
             },
             error: anyhow::anyhow!(
-                "{}: key rest_cherrypy: cannot listen on tcp {}: {e}",
+                "{}: key {key}: cannot listen on tcp {}: {e}",
                 cfg.file.display(),
                 n.addr
             ),
@@ -383,7 +391,7 @@ async fn bind_netapi(
     Ok(SaltApi {
         addr: l.local_addr().ok(),
         start: Box::new(move |master, shutdown| {
-            tracing::info!(addr = %l.local_addr().map(|a| a.to_string()).unwrap_or_default(), tls = tls.is_some(), "salt-api (rest_cherrypy) listening");
+            tracing::info!(addr = %l.local_addr().map(|a| a.to_string()).unwrap_or_default(), tls = tls.is_some(), "salt-api ({key}) listening");
             let backend = Arc::new(crate::netapi::NetapiBackend::new(master));
             tokio::spawn(saltq_netapi::serve(ncfg, backend, l, tls, shutdown));
         }),
@@ -541,6 +549,7 @@ fn announce(master: &Master, bound: &Bound) -> Result<(), StartError> {
     let h2_addr = bound.listeners.h2_addr();
     let http_addr = bound.http.as_ref().and_then(|l| l.local_addr().ok());
     let netapi_addr = bound.netapi.as_ref().and_then(|n| n.addr);
+    let tornado_addr = bound.netapi_tornado.as_ref().and_then(|n| n.addr);
     let fmt =
         |a: Option<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_else(|| "off".into());
     tracing::info!(quic = %fmt(quic_addr), h2 = %fmt(h2_addr), id = %master.cfg.id, "master listening");
@@ -549,6 +558,7 @@ fn announce(master: &Master, bound: &Bound) -> Result<(), StartError> {
         "h2": h2_addr.map(|a| a.to_string()),
         "http": http_addr.map(|a| a.to_string()),
         "rest_cherrypy": netapi_addr.map(|a| a.to_string()),
+        "rest_tornado": tornado_addr.map(|a| a.to_string()),
     });
     let listen_file = master.cfg.cachedir.join("listen.json");
     std::fs::create_dir_all(&master.cfg.cachedir)

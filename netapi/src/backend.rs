@@ -112,7 +112,15 @@ pub struct Low {
     pub ret: String,
     /// `local_batch`'s `batch`, `batch_wait`, `failhard` and `gather_job_timeout`.
     pub batch: Option<Batch>,
+    /// `local` answers only the minions that returned, and [`NO_MINIONS_MATCHED`] when the
+    /// target matched none (rest_tornado's `_disbatch_local`); rest_cherrypy's names every
+    /// expected minion, with `Minion did not return` for the silent ones.
+    pub returned_only: bool,
 }
+
+/// rest_tornado's `local` answer when the target matched no minion.
+pub const NO_MINIONS_MATCHED: &str =
+    "No minions matched the target. No command was sent, no jid was assigned.";
 
 /// How a `local_batch` chunk walks its minions.
 #[derive(Debug, Clone, PartialEq)]

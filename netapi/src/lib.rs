@@ -1,5 +1,6 @@
-//! Salt's REST API (`rest_cherrypy`) served by the saltq master: the same URLs, request bodies
-//! and answers as Salt 3007.8's salt-api, so pepper and salt-api scripts work unchanged.
+//! Salt's REST API (`rest_cherrypy`, and `rest_tornado` in [`tornado`]) served by the saltq
+//! master: the same URLs, request bodies and answers as Salt 3007.8's salt-api, so pepper and
+//! salt-api scripts work unchanged; their websockets on the event bus are in [`ws`].
 //!
 //! This crate holds what salt-api decides: its config ([`config`]), who is who (the `file`,
 //! `pam`, `rest` and `auto` eauth backends and `external_auth` permissions, [`eauth`]; PAM through
@@ -19,6 +20,8 @@ pub mod pam;
 pub mod rest;
 pub mod server;
 pub mod tokens;
+pub mod tornado;
+pub mod ws;
 
 pub use backend::{ApiError, Backend, Event, Identity};
 pub use config::{Config, RawConfig};

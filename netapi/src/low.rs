@@ -234,6 +234,7 @@ pub fn to_low(chunk: &Map<String, Value>, enabled: &[String]) -> Result<Low, Api
         timeout,
         ret: string(chunk.get("ret")).unwrap_or_default(),
         batch,
+        returned_only: false,
     })
 }
 

@@ -45,19 +45,21 @@ struct Stats {
 }
 
 /// Everything the handlers share.
-struct Api {
-    cfg: Config,
-    backend: Arc<dyn Backend>,
-    tokens: TokenStore,
+pub(crate) struct Api {
+    pub(crate) cfg: Config,
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) tokens: TokenStore,
     limiter: LoginLimiter,
     stats: Stats,
     started: f64,
+    /// Turns true when the master stops (websockets end then).
+    stop: watch::Receiver<bool>,
 }
 
-type Shared = Arc<Api>;
-type Reply = Response<Body>;
+pub(crate) type Shared = Arc<Api>;
+pub(crate) type Reply = Response<Body>;
 
-fn now() -> f64 {
+pub(crate) fn now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -153,10 +155,10 @@ fn refuse(e: ApiError, debug: bool) -> Reply {
     )
 }
 
-const NO_PERMISSION: &str = "No permission -- see authorization schemes";
+pub(crate) const NO_PERMISSION: &str = "No permission -- see authorization schemes";
 
 /// The token a request carries: `X-Auth-Token`, else the `session_id` cookie.
-fn request_token(headers: &HeaderMap) -> Option<String> {
+pub(crate) fn request_token(headers: &HeaderMap) -> Option<String> {
     if let Some(t) = headers.get("x-auth-token").and_then(|v| v.to_str().ok())
         && !t.is_empty()
     {
@@ -176,7 +178,7 @@ fn request_token(headers: &HeaderMap) -> Option<String> {
 impl Api {
     /// The address a request's failed logins count against: the peer, or the client a
     /// trusted proxy names in `X-Forwarded-For`.
-    fn source(&self, peer: SocketAddr, headers: &HeaderMap) -> std::net::IpAddr {
+    pub(crate) fn source(&self, peer: SocketAddr, headers: &HeaderMap) -> std::net::IpAddr {
         let xff: Vec<&str> = headers
             .get_all("x-forwarded-for")
             .iter()
@@ -185,7 +187,7 @@ impl Api {
         client_ip(peer.ip().to_canonical(), &xff, &self.cfg.trusted_proxies)
     }
 
-    fn identity(&self, t: &Token, auth_type: &str) -> Identity {
+    pub(crate) fn identity(&self, t: &Token, auth_type: &str) -> Identity {
         let ea = &self.cfg.external_auth;
         let groups = if ea.has_groups(&t.eauth) {
             self.backend.groups(&t.name)
@@ -201,7 +203,7 @@ impl Api {
     }
 
     /// The session's identity, or 401.
-    fn session(&self, headers: &HeaderMap) -> Result<Identity, ApiError> {
+    pub(crate) fn session(&self, headers: &HeaderMap) -> Result<Identity, ApiError> {
         let t = request_token(headers)
             .and_then(|t| self.tokens.get(&t, now()))
             .ok_or_else(|| ApiError::unauthorized(NO_PERMISSION))?;
@@ -212,7 +214,7 @@ impl Api {
     /// permissions the eauth backend gave itself (`rest`'s, see
     /// [`crate::eauth::ExternalAuth::authenticate_acl`]) for a request that carries its
     /// credentials. A token, as in Salt (`keep_acl_in_token: false`), has the config's.
-    async fn login(
+    pub(crate) async fn login(
         &self,
         ip: std::net::IpAddr,
         creds: &Map<String, Value>,
@@ -264,7 +266,7 @@ impl Api {
 
     /// Who a chunk that carries its own credentials is (`/run`, `POST /keys`): a `token`, or
     /// `username`/`password`/`eauth` checked now (rate limited per address).
-    async fn chunk_identity(
+    pub(crate) async fn chunk_identity(
         &self,
         ip: std::net::IpAddr,
         c: &Map<String, Value>,
@@ -323,6 +325,12 @@ impl Api {
             v => out.push(v),
         }
         Ok(())
+    }
+
+    /// Runs `low` for `who`, counted in `/stats`.
+    pub(crate) async fn run_counted(&self, who: Identity, low: Low) -> Result<Value, ApiError> {
+        self.stats.lowstate_chunks.fetch_add(1, Ordering::Relaxed);
+        self.backend.run(who, low).await
     }
 
     async fn run_one(&self, who: Identity, low: Low) -> Result<Value, ApiError> {
@@ -538,6 +546,7 @@ fn low(client: Client, fun: &str, tgt: &str, kwarg: Map<String, Value>) -> Low {
         timeout: None,
         ret: String::new(),
         batch: None,
+        returned_only: false,
     }
 }
 
@@ -746,7 +755,7 @@ pub fn keys_tarball(ret: &Value) -> std::io::Result<Vec<u8>> {
 /// `Webhook.POST` joins them, with empty and `.` segments dropped. A `..` segment or a control
 /// character is refused, so the tag never reads as one outside `salt/netapi/hook/` (the master's
 /// tag rules, `master/src/tags.rs`, read tags the same way).
-fn hook_tag(path: Option<&str>) -> Result<String, ApiError> {
+pub(crate) fn hook_tag(path: Option<&str>) -> Result<String, ApiError> {
     let mut tag = String::from("salt/netapi/hook");
     let path = path.unwrap_or_default();
     for seg in path.split('/') {
@@ -804,7 +813,7 @@ async fn post_hook(
 }
 
 /// `content-type` as CherryPy shows header names: `Content-Type`.
-fn title_case(name: &str) -> String {
+pub(crate) fn title_case(name: &str) -> String {
     name.split('-')
         .map(|p| {
             let mut c = p.chars();
@@ -854,6 +863,52 @@ async fn get_events(
     r
 }
 
+/// The websocket's session for `token`, or `None` when it is not a live token.
+pub(crate) fn ws_session(
+    api: &Shared,
+    token: Option<&str>,
+    feed: crate::ws::Feed,
+    acknowledge: bool,
+) -> Option<crate::ws::Session> {
+    let t = api.tokens.get(token?, now())?;
+    api.stats.event_streams.fetch_add(1, Ordering::Relaxed);
+    Some(crate::ws::Session {
+        feed,
+        acknowledge,
+        who: api.identity(&t, "token"),
+        backend: api.backend.clone(),
+        stop: api.stop.clone(),
+    })
+}
+
+/// rest_cherrypy's `GET /ws/<token>` (`WebsocketEndpoint`): the token in the path, else the
+/// session's; `?format_events` for the formatted feed.
+async fn get_ws(
+    State(api): State<Shared>,
+    token: Option<Path<String>>,
+    RawQuery(query): RawQuery,
+    req: http::Request<Body>,
+) -> Reply {
+    let token = token
+        .map(|Path(t)| t)
+        .or_else(|| request_token(req.headers()));
+    let formatted = query
+        .as_deref()
+        .is_some_and(|q| form_urlencoded::parse(q.as_bytes()).any(|(k, _)| k == "format_events"));
+    let feed = if formatted {
+        crate::ws::Feed::Formatted
+    } else {
+        crate::ws::Feed::CherrypyData
+    };
+    let Some(session) = ws_session(&api, token.as_deref(), feed, true) else {
+        return error_page(
+            401,
+            "This server could not verify that you are authorized to access the document you requested.",
+        );
+    };
+    crate::ws::start(req, session).unwrap_or_else(|why| error_page(400, &why))
+}
+
 async fn get_stats(State(api): State<Shared>, headers: HeaderMap) -> Reply {
     if !api.cfg.stats_disable_auth
         && let Err(e) = api.session(&headers)
@@ -898,9 +953,12 @@ fn start_token_upkeep(api: &Shared) {
     ));
 }
 
-/// The routes, under `root_prefix`.
+/// The routes, under `root_prefix`: rest_cherrypy's, or rest_tornado's.
 fn router(api: Shared) -> Router {
     start_token_upkeep(&api);
+    if api.cfg.flavour == crate::config::Flavour::Tornado {
+        return crate::tornado::router(api);
+    }
     let hook = api.cfg.webhook_url.clone();
     let counted = api.clone();
     let routes = Router::new()
@@ -919,6 +977,8 @@ fn router(api: Shared) -> Router {
         .route(&format!("{hook}/{{*tag}}"), post(post_hook))
         .route("/events", get(get_events))
         .route("/stats", get(get_stats))
+        .route("/ws", get(get_ws))
+        .route("/ws/{token}", get(get_ws))
         .fallback(not_found)
         .with_state(api.clone());
     let app = if api.cfg.root_prefix.is_empty() {
@@ -982,7 +1042,7 @@ fn tls_builder()
 }
 
 /// Resolves once `rx` turns true (or its sender is gone).
-async fn stopped(rx: &mut watch::Receiver<bool>) {
+pub(crate) async fn stopped(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|s| *s).await;
 }
 
@@ -1014,6 +1074,7 @@ pub async fn serve(
         limiter: LoginLimiter::default(),
         stats: Stats::default(),
         started: now(),
+        stop: shutdown.clone(),
     });
     let socket_timeout = api.cfg.socket_timeout;
     let app = router(api);

@@ -346,8 +346,10 @@ where
     type Error = S::Error;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
 
-    fn call(&self, req: http::Request<Incoming>) -> Self::Future {
+    fn call(&self, mut req: http::Request<Incoming>) -> Self::Future {
         let busy = self.busy.enter();
+        // A websocket (an upgraded connection) holds its own mark while it lives.
+        req.extensions_mut().insert(self.busy.clone());
         let timeout = self.timeout;
         let fut = self.inner.call(req.map(|b| TimedBody::new(b, timeout)));
         Box::pin(async move {
@@ -376,6 +378,7 @@ where
     let svc = Tracked::new(svc, busy, timeout);
     if let Err(e) = hyper::server::conn::http1::Builder::new()
         .serve_connection(hyper_util::rt::TokioIo::new(io), svc)
+        .with_upgrades()
         .await
     {
         tracing::debug!("http connection ended: {e}");

@@ -29,6 +29,7 @@ mod runners;
 mod saltapi;
 mod saltapi_eauth;
 mod saltapi_hardening;
+mod saltapi_tornado;
 mod security;
 mod startup_states;
 mod states;
