@@ -30,6 +30,7 @@ mod saltapi;
 mod saltapi_eauth;
 mod saltapi_hardening;
 mod saltapi_tornado;
+mod schedule;
 mod security;
 mod startup_states;
 mod states;
