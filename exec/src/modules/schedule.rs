@@ -661,3 +661,67 @@ async fn job_status(call: Call) -> Result<Value, ExecError> {
 fn today() -> chrono::NaiveDate {
     chrono::Local::now().date_naive()
 }
+
+#[cfg(test)]
+mod tests {
+    //! Salt's answers, recorded from `salt-call --local` (`schedule_salt3007.json`), replayed
+    //! against this module over a scheduler that keeps a real `Book` and "saves" on change.
+
+    use std::sync::{Arc, Mutex};
+
+    use saltq_semantics::schedule::book::Book;
+    use serde_json::{Value, json};
+
+    use crate::context::ScheduleControl;
+    use crate::testutil::{ctx, run_in};
+
+    #[derive(Default)]
+    struct Books {
+        book: Mutex<Book>,
+        saved: Mutex<Value>,
+    }
+
+    impl ScheduleControl for Books {
+        fn manage(&self, req: Value) -> Value {
+            let mut book = self.book.lock().unwrap();
+            let none = serde_json::Map::new();
+            let name = req["name"].as_str().unwrap_or_default();
+            match req["func"].as_str().unwrap_or_default() {
+                "add" => {
+                    for (n, job) in req["schedule"].as_object().unwrap() {
+                        book.add(n, job.as_object().unwrap().clone(), &none);
+                    }
+                }
+                "delete" => _ = book.delete(name, &none),
+                _ => {}
+            }
+            *self.saved.lock().unwrap() = book.persisted()["schedule"].clone();
+            json!({"complete": true, "schedule": book.opts, "saved": *self.saved.lock().unwrap()})
+        }
+    }
+
+    #[tokio::test]
+    async fn answers_as_salt_3007_does() {
+        let cases: Value = serde_json::from_str(include_str!("schedule_salt3007.json")).unwrap();
+        let ctx = ctx().with_schedule(Arc::new(Books::default()));
+        for case in cases["cases"].as_array().unwrap() {
+            let fun = case["fun"].as_str().unwrap();
+            let out = run_in(&ctx, fun, case["args"].clone(), case["kwargs"].clone()).await;
+            assert_eq!(out.ret, case["ret"], "{fun} {}", case["kwargs"]);
+        }
+    }
+
+    #[tokio::test]
+    async fn outside_a_minion_the_call_fails_with_a_clear_error() {
+        let out = run_in(&ctx(), "schedule.list", json!([]), json!({})).await;
+        assert!(!out.success);
+        assert!(
+            out.ret
+                .as_str()
+                .unwrap()
+                .contains("schedule.* runs on a minion"),
+            "{}",
+            out.ret
+        );
+    }
+}
