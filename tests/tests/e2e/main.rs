@@ -23,6 +23,7 @@ mod multimaster;
 mod ops;
 mod ops_hardening;
 mod orchestrate;
+mod pillar;
 mod pillar_ext;
 mod protocol;
 mod runners;
