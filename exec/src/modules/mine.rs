@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use saltq_semantics::python;
 use saltq_semantics::target::{MinionFacts, Nodegroups, Target, TargetType};
 
-use crate::dispatch::{DirectError, call_direct};
+use crate::dispatch::call_direct;
 use crate::error::ExecError;
 use crate::spec::{Call, Function, Lit, Param};
 
@@ -264,10 +264,7 @@ async fn run_function(
     args: Vec<Value>,
     kwargs: Map<String, Value>,
 ) -> Option<Value> {
-    match call_direct(&call.ctx, fun, args, kwargs).await {
-        Ok(v) => Some(v),
-        Err(DirectError::Missing | DirectError::Failed(_)) => None,
-    }
+    call_direct(&call.ctx, fun, args, kwargs).await.ok()
 }
 
 async fn update(call: Call) -> Result<Value, ExecError> {
