@@ -61,6 +61,7 @@ const SEEN: usize = 100;
 
 impl Jobs {
     /// An empty table for one master; refresh requests go to `refresh`.
+    #[cfg(test)]
     pub fn new(refresh: mpsc::UnboundedSender<Refresh>) -> Jobs {
         Jobs::view(std::sync::Arc::default(), 0, vec![refresh])
     }
