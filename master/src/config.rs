@@ -303,6 +303,7 @@ pub struct MasterConfig {
     /// The pillar compiler's settings and cache (every pillar key).
     pub pillar: crate::pillar::PillarConfig,
     /// External pillar: the sources, `on_demand_ext_pillar` and what they read.
+    #[allow(dead_code)] // read by `pillar.ext` (on_demand_ext_pillar), not yet served
     pub ext_pillar: crate::ext_pillar::ExtPillarConfig,
     /// Presence events on.
     pub presence_events: bool,

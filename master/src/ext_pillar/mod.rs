@@ -24,7 +24,6 @@ pub fn sources(ext_pillar: &Value, opts: &Value) -> Result<Vec<Arc<dyn ExtPillar
 /// The master's external pillar settings, checked at start-up.
 #[derive(Debug, Clone, Default, PartialEq)]
 #[allow(dead_code)] // `on_demand` awaits `pillar.ext`; `sources` feeds the compiler's `with_ext`
-
 pub struct ExtPillarConfig {
     /// `ext_pillar` as written (Salt's list form), every entry known and well formed.
     pub entries: Value,

@@ -232,7 +232,7 @@ impl Shaper {
             row.get(i).cloned().unwrap_or(Value::Null)
         };
         let mut listify: Vec<(Vec<Seg>, Vec<String>)> = Vec::new();
-        let mut note =
+        let note =
             |listify: &mut Vec<(Vec<Seg>, Vec<String>)>, path: &[Seg], k: String| match listify
                 .iter_mut()
                 .find(|(p, _)| p == path)
@@ -256,8 +256,8 @@ impl Shaper {
                 }
                 continue;
             }
-            for i in 0..depth.saturating_sub(1) {
-                let k = key_of(&row[i]);
+            for (i, cell) in row.iter().enumerate().take(depth.saturating_sub(1)) {
+                let k = key_of(cell);
                 if wl(i + 1) {
                     note(&mut listify, &path, k.clone());
                 }

@@ -27,10 +27,10 @@ const END: &str = "-----END PGP MESSAGE-----";
 /// `<config_dir>/gpgkeys` (`config_dir` being the directory of the config file), else
 /// `/etc/salt/gpgkeys`.
 pub fn key_dir(opts: &Value) -> PathBuf {
-    if let Some(dir) = opts.get("gpg_keydir").and_then(Value::as_str) {
-        if !dir.is_empty() {
-            return PathBuf::from(dir);
-        }
+    if let Some(dir) = opts.get("gpg_keydir").and_then(Value::as_str)
+        && !dir.is_empty()
+    {
+        return PathBuf::from(dir);
     }
     let config_dir = opts
         .get("config_dir")
@@ -90,8 +90,7 @@ impl GpgCommand {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let why = stderr
             .lines()
-            .filter(|l| l.starts_with("gpg:"))
-            .last()
+            .rfind(|l| l.starts_with("gpg:"))
             .map(|l| l.trim().to_string())
             .unwrap_or_else(|| format!("gpg exited with {}", out.status));
         Err(why)
