@@ -8,7 +8,7 @@
 //! [`ScheduleControl`].
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
@@ -72,7 +72,7 @@ fn mine_job(cfg: &MinionConfig) -> Option<Map<String, Value>> {
 }
 
 /// Reads `_schedule.conf`: its `schedule` dict, `None` when there is no file.
-fn read_saved(conf: &PathBuf) -> Result<Option<Value>, String> {
+fn read_saved(conf: &Path) -> Result<Option<Value>, String> {
     let doc: Option<Value> =
         saltq_transport::config::load_yaml(conf, false).map_err(|e| e.to_string())?;
     Ok(doc.and_then(|d| d.get("schedule").cloned()))
@@ -407,10 +407,10 @@ impl ScheduleControl for MinionSchedule {
                     .and_then(Value::as_i64)
                     .unwrap_or(1)
                     .max(0) as usize;
-                if !(fire.jid_include && busy >= max) {
-                    if let Some(me) = self.me.get().and_then(Weak::upgrade) {
-                        me.spawn(fire);
-                    }
+                if !(fire.jid_include && busy >= max)
+                    && let Some(me) = self.me.get().and_then(Weak::upgrade)
+                {
+                    me.spawn(fire);
                 }
                 return json!({"complete": true});
             }
