@@ -218,7 +218,11 @@ impl Master {
         user: &str,
         check_acl: Option<&crate::acl::Caller>,
     ) -> Result<Published, Status> {
-        let (expected, missing) = self.resolve(target);
+        let (mut expected, missing) = self.resolve(target);
+        if self.cfg.syndic.order_masters {
+            // Syndics hold minion keys here but are not minions (Salt's `syndic_dir`).
+            crate::syndic::drop_syndics(&self.cfg.cachedir, &mut expected);
+        }
         // A top master does not short-circuit: its syndics resolve the target below.
         if expected.is_empty() && missing.is_empty() && !self.cfg.syndic.order_masters {
             return Err(Status::not_found(NO_MINIONS));
@@ -288,9 +292,6 @@ impl Master {
 
     /// Accepts a return from minion `id`: checks the job was sent to it, stores it, announces it.
     pub async fn accept_return(&self, id: &str, mut r: pb::ReturnRequest) -> Result<bool, Status> {
-        // A scheduled job's name (the minion's scheduler puts it in the metadata) becomes
-        // the `schedule` field of the return event, as in Salt.
-        let schedule = r.metadata.as_mut().and_then(|m| m.fields.remove("__schedule__"));
         if r.jid == STANDALONE_JID {
             r.jid = self.record_standalone(id, &r).await?;
         }
@@ -354,10 +355,13 @@ impl Master {
     async fn store_return(
         &self,
         id: &str,
-        r: pb::ReturnRequest,
+        mut r: pb::ReturnRequest,
         started: Option<chrono::DateTime<chrono::Utc>>,
         user: String,
     ) -> Result<bool, Status> {
+        // A scheduled job's name (the minion's scheduler puts it in the metadata) becomes
+        // the `schedule` field of the return event, as in Salt.
+        let schedule = r.metadata.as_mut().and_then(|m| m.fields.remove("__schedule__"));
         let fun = fun_json(&r.fun);
         let fun_args = Value::Array(value::from_list(r.fun_args.as_ref()));
         let ret_json = r

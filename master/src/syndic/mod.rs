@@ -231,6 +231,32 @@ impl Syndics {
     }
 }
 
+/// Where a top master records the ids that subscribed as syndics (Salt's `syndic_dir`).
+pub fn syndic_dir(cachedir: &std::path::Path) -> std::path::PathBuf {
+    cachedir.join("syndics")
+}
+
+/// Records `id` as a syndic, so it is never expected to answer as a minion.
+pub fn remember_syndic(cachedir: &std::path::Path, id: &str) {
+    let dir = syndic_dir(cachedir);
+    if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(dir.join(id), b"")) {
+        tracing::warn!(syndic = %id, "cannot record the syndic in {}: {e}", dir.display());
+    }
+}
+
+/// Removes the ids recorded as syndics from `expected`, as Salt's top does not report its
+/// syndics as minions that did not return.
+pub fn drop_syndics(cachedir: &std::path::Path, expected: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(syndic_dir(cachedir)) else {
+        return;
+    };
+    let syndics: std::collections::HashSet<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    expected.retain(|id| !syndics.contains(id));
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -311,6 +337,18 @@ mod tests {
             s.forward(&load("2"), Duration::from_secs(5), now),
             vec!["a"]
         );
+    }
+
+    #[test]
+    fn recorded_syndics_are_not_expected_as_minions() {
+        let dir = std::env::temp_dir().join(format!("saltq-syndic-dir-{}", std::process::id()));
+        let mut expected = vec!["m1".to_owned(), "syn1".to_owned()];
+        drop_syndics(&dir, &mut expected);
+        assert_eq!(expected.len(), 2, "nothing recorded yet");
+        remember_syndic(&dir, "syn1");
+        drop_syndics(&dir, &mut expected);
+        assert_eq!(expected, vec!["m1"]);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

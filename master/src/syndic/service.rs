@@ -85,6 +85,7 @@ impl SyndicService for SyndicApi {
         };
         tx.try_send(Arc::new(hello))
             .map_err(|_| Status::internal("syndic subscription channel closed"))?;
+        crate::syndic::remember_syndic(&self.master.cfg.cachedir, &id);
         let conn = self.master.syndics.attach(&id, tx);
         tracing::info!(syndic = %id, version = %req.get_ref().version, "syndic subscribed");
         let data = format!("Syndic {id} started");

@@ -35,6 +35,7 @@ mod schedule;
 mod security;
 mod startup_states;
 mod states;
+mod syndic;
 mod system_states_host;
 mod system_states_mount;
 mod system_states_pkg;
