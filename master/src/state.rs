@@ -361,7 +361,10 @@ impl Master {
     ) -> Result<bool, Status> {
         // A scheduled job's name (the minion's scheduler puts it in the metadata) becomes
         // the `schedule` field of the return event, as in Salt.
-        let schedule = r.metadata.as_mut().and_then(|m| m.fields.remove("__schedule__"));
+        let schedule = r
+            .metadata
+            .as_mut()
+            .and_then(|m| m.fields.remove("__schedule__"));
         let fun = fun_json(&r.fun);
         let fun_args = Value::Array(value::from_list(r.fun_args.as_ref()));
         let ret_json = r
@@ -418,7 +421,8 @@ impl Master {
         if let Some(s) = schedule.as_ref() {
             event["schedule"] = value::from_prost(s);
         }
-        self.events.fire(format!("salt/job/{}/ret/{id}", r.jid), event);
+        self.events
+            .fire(format!("salt/job/{}/ret/{id}", r.jid), event);
         let ret = Arc::new(pb::JobReturn {
             id: id.to_owned(),
             jid: r.jid,

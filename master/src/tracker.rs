@@ -325,7 +325,10 @@ impl Tracker {
             .pending
             .into_iter()
             .map(|id| {
-                let below = self.syndic.as_ref().is_some_and(|s| s.owner.contains_key(&id));
+                let below = self
+                    .syndic
+                    .as_ref()
+                    .is_some_and(|s| s.owner.contains_key(&id));
                 let why = if self.unreachable.contains(&id) {
                     Silence::Unreachable
                 } else if below || connected(&id) {
@@ -586,8 +589,15 @@ mod tests {
     fn a_top_master_with_no_minions_of_its_own_waits_for_syndics() {
         let t0 = Instant::now();
         let mut t = Tracker::new(Vec::<String>::new(), vec![], T, G, t0).with_syndics(W, t0);
-        assert!(!t.is_done(), "order_masters does not short-circuit on no minions");
-        assert_eq!(t.poll(t0 + W, direct), Step::Wait, "nothing returned yet: up to the timeout");
+        assert!(
+            !t.is_done(),
+            "order_masters does not short-circuit on no minions"
+        );
+        assert_eq!(
+            t.poll(t0 + W, direct),
+            Step::Wait,
+            "nothing returned yet: up to the timeout"
+        );
         assert_eq!(t.deadline(), Some(t0 + T));
         // A return reported before its syndic's list counts, and the list does not re-add it.
         assert!(t.on_return("s2-a"));
@@ -628,7 +638,10 @@ mod tests {
         t.on_syndic_expect("syn", &["low".into()]);
         t.on_return("low");
         assert_eq!(t.poll(t0 + W, direct), Step::Done);
-        assert!(t.finish(direct).silent.is_empty(), "not reported missing after returning");
+        assert!(
+            t.finish(direct).silent.is_empty(),
+            "not reported missing after returning"
+        );
     }
 
     #[test]

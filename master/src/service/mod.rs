@@ -63,9 +63,11 @@ pub fn authorize(path: &str, peer: Option<&Peer>) -> Result<(), Status> {
     }
     match (service, peer) {
         ("saltq.v1.MinionService" | "saltq.v1.SyndicService", Peer::Minion { .. }) => Ok(()),
-        ("saltq.v1.SyndicService", Peer::Client { name }) => Err(Status::permission_denied(
-            format!("client certificate {name:?} cannot pose as a syndic: SyndicService needs a minion certificate"),
-        )),
+        ("saltq.v1.SyndicService", Peer::Client { name }) => {
+            Err(Status::permission_denied(format!(
+                "client certificate {name:?} cannot pose as a syndic: SyndicService needs a minion certificate"
+            )))
+        }
         ("saltq.v1.MinionService", Peer::Client { name }) => {
             Err(Status::permission_denied(format!(
                 "client certificate {name:?} cannot pose as a minion: MinionService needs a minion certificate"
