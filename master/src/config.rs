@@ -204,22 +204,6 @@ pub struct RawConfig {
     /// Live salt-api tokens a user may hold; the oldest goes when a new one is made (default
     /// 1000; saltq's key, Salt has no bound).
     pub max_tokens_per_user: Option<u64>,
-}
-
-/// A string or a list of strings.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum OneOrMany {
-    /// One name (a comma-separated list, as Salt allows).
-    One(String),
-    /// Several names.
-    Many(Vec<String>),
-}
-
-impl OneOrMany {
-    /// The names.
-    pub fn names(&self) -> Vec<String> {
-        match self {
     /// This master is a top master: it takes syndics and forwards jobs to them (Salt's
     /// `order_masters`, default false).
     pub order_masters: Option<bool>,
@@ -238,6 +222,22 @@ impl OneOrMany {
     pub syndic_finger: Option<String>,
     /// Accepted for Salt configs; saltq's syndic logs with the master.
     pub syndic_log_file: Option<PathBuf>,
+}
+
+/// A string or a list of strings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    /// One name (a comma-separated list, as Salt allows).
+    One(String),
+    /// Several names.
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    /// The names.
+    pub fn names(&self) -> Vec<String> {
+        match self {
             OneOrMany::One(s) => s
                 .split(',')
                 .map(|p| p.trim().to_owned())
@@ -311,6 +311,8 @@ pub struct MasterConfig {
     pub timeout: Duration,
     /// Default gather_job_timeout.
     pub gather_job_timeout: Duration,
+    /// Syndic settings: a top master's (`order_masters`) and a lower master's link up.
+    pub syndic: crate::syndic::SyndicConfig,
     /// File roots of the `base` environment (`_modules`, `_runners`).
     pub file_roots: Vec<PathBuf>,
     /// Every saltenv's file roots, as the fileserver serves them.
@@ -331,8 +333,6 @@ pub struct MasterConfig {
     pub reactor_workers: usize,
     /// Event returners and their queue settings.
     pub event_return: Option<saltq_returners::EventReturnConfig>,
-    /// Syndic settings: a top master's (`order_masters`) and a lower master's link up.
-    pub syndic: crate::syndic::SyndicConfig,
     /// The returner mirroring jobs into Salt's tables (`master_job_cache`), if any.
     pub master_job_cache: Option<String>,
     /// Returner options (Salt's `returner.*`, `mysql.*`, ... keys) and `id`.
@@ -487,9 +487,9 @@ impl MasterConfig {
         )
         .map_err(|(k, m)| invalid(k, m))?;
         let gather_job_timeout = secs("gather_job_timeout", raw.gather_job_timeout, 10.0)?;
-        let pillar = crate::pillar::PillarConfig::from_raw(&raw, &id, &cachedir)?;
-        let syndic =
-            crate::syndic::SyndicConfig::from_raw(&raw).map_err(|(k, m)| invalid(k, m))?;
+        let pillar = crate::pillar::PillarConfig::from_raw(&raw, &id, &cachedir)?
+            .with_ext(ext_pillar.sources().map_err(|m| invalid("ext_pillar", m))?);
+        let syndic = crate::syndic::SyndicConfig::from_raw(&raw).map_err(|(k, m)| invalid(k, m))?;
         Ok(MasterConfig {
             id,
             quic: network.quic,
@@ -550,6 +550,7 @@ impl MasterConfig {
             returner_opts: serde_json::Value::Null,
             timeout,
             gather_job_timeout,
+            syndic,
             netapi,
             netapi_tornado,
             cluster,
@@ -589,7 +590,6 @@ struct Network {
     /// TCP address for HTTP/2, or off.
     h2: Option<SocketAddr>,
     /// The HTTP probe and metrics address, or off.
-            syndic,
     http: Option<SocketAddr>,
 }
 

@@ -527,14 +527,6 @@ async fn routes(
             .max_decoding_message_size(max)
             .max_encoding_message_size(max),
     )
-    .add_service(health_svc)
-    .add_service(reflection_v1)
-    .add_service(reflection_v1alpha))
-}
-
-/// Logs where the master listens and writes it to `cachedir/listen.json` (for tools and
-/// tests that bound port 0).
-fn announce(master: &Master, bound: &Bound) -> Result<(), StartError> {
     .add_service(
         saltq_proto::v1::syndic_service_server::SyndicServiceServer::new(
             crate::syndic::service::SyndicApi::new(
@@ -545,6 +537,14 @@ fn announce(master: &Master, bound: &Bound) -> Result<(), StartError> {
         .max_decoding_message_size(max)
         .max_encoding_message_size(max),
     )
+    .add_service(health_svc)
+    .add_service(reflection_v1)
+    .add_service(reflection_v1alpha))
+}
+
+/// Logs where the master listens and writes it to `cachedir/listen.json` (for tools and
+/// tests that bound port 0).
+fn announce(master: &Master, bound: &Bound) -> Result<(), StartError> {
     let quic_addr = bound.listeners.quic_addr();
     let h2_addr = bound.listeners.h2_addr();
     let http_addr = bound.http.as_ref().and_then(|l| l.local_addr().ok());
@@ -603,7 +603,15 @@ fn start_services(
         leadership.clone(),
         shutdown.clone(),
     ));
+    if !master.cfg.syndic.masters.is_empty() {
+        tokio::spawn(crate::syndic::link::run(
+            master.clone(),
+            leadership.clone(),
+            shutdown.clone(),
+        ));
+    }
     tokio::spawn(close_revoked(master.clone()));
+    tokio::spawn(crate::mine::forget_deleted(master.clone()));
     tokio::spawn(crate::certs::watch(live, cert_watches, shutdown.clone()));
     if let Some(l) = http {
         let m = master.clone();
@@ -613,13 +621,6 @@ fn start_services(
             move |req: saltq_transport::http::Request| {
                 let (m, handshakes, c) = (m.clone(), handshakes.clone(), cluster.clone());
                 async move { probe(&m, &handshakes, c.as_deref(), &req).await }
-    if !master.cfg.syndic.masters.is_empty() {
-        tokio::spawn(crate::syndic::link::run(
-            master.clone(),
-            leadership.clone(),
-            shutdown.clone(),
-        ));
-    }
             },
             shutdown.clone(),
         ));
@@ -638,7 +639,6 @@ fn returners(master: &Master) -> Result<saltq_returners::Returners, StartError> 
     })
 }
 
-    tokio::spawn(crate::mine::forget_deleted(master.clone()));
 /// Starts the event-return queue and the task feeding it from the bus, if `event_return` is
 /// set.
 fn start_event_returners(

@@ -546,6 +546,16 @@ impl MinionConfig {
                 format!("{m} is not a dict (or list) of mine functions"),
             ));
         }
+        if let Some(s) = raw
+            .schedule
+            .as_ref()
+            .filter(|s| !(s.is_object() || s.is_null()))
+        {
+            return Err(bad(
+                "schedule",
+                format!("{s} is not a dict of scheduled jobs"),
+            ));
+        }
         let file_client_local = match raw.file_client.as_deref() {
             None | Some("remote") => false,
             Some("local") => true,
@@ -559,9 +569,6 @@ impl MinionConfig {
         if let Some(e) = &raw.ext_pillar {
             saltq_states::pillar::ext::from_config(e, &opts, &[])
                 .map_err(|m| bad("ext_pillar", m))?;
-        }
-        if let Some(s) = raw.schedule.as_ref().filter(|s| !(s.is_object() || s.is_null())) {
-            return Err(bad("schedule", format!("{s} is not a dict of scheduled jobs")));
         }
         let root = raw.root_dir.unwrap_or_else(|| PathBuf::from("/"));
         if !root.is_absolute() {

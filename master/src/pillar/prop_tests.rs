@@ -43,7 +43,11 @@ fn regression_a_pillar_file_that_is_not_a_mapping_is_refused() {
         ("text", false),
     ] {
         std::fs::write(root.join("b.sls"), b).unwrap();
-        let r = compile(&PillarConfig::with_roots(&[root.to_path_buf()]), "m1", &json!({}));
+        let r = compile(
+            &PillarConfig::with_roots(&[root.to_path_buf()]),
+            "m1",
+            &json!({}),
+        );
         if ok {
             assert_eq!(r.expect(b), json!({"x": 1}));
         } else {
@@ -155,8 +159,12 @@ proptest! {
 fn regression_a_missing_pillar_is_named_as_written() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("top.sls"), "base:\n  m1:\n    - 'A\\ '\n").unwrap();
-    let p = compile(&PillarConfig::with_roots(&[dir.path().to_path_buf()]), "m1", &json!({}))
-        .unwrap();
+    let p = compile(
+        &PillarConfig::with_roots(&[dir.path().to_path_buf()]),
+        "m1",
+        &json!({}),
+    )
+    .unwrap();
     let e = p["_errors"][0].as_str().unwrap_or_default();
     assert!(e.contains("Specified SLS 'A\\ '"), "{e}");
 }

@@ -409,7 +409,9 @@ impl MinionService for MinionApi {
         req: Request<pb::MineFlushRequest>,
     ) -> Result<Response<pb::MineFlushResponse>, Status> {
         let id = self.admit(&req, false)?;
-        super::mine::flush(&self.master, &id).await.map(Response::new)
+        super::mine::flush(&self.master, &id)
+            .await
+            .map(Response::new)
     }
 
     async fn renew_certificate(

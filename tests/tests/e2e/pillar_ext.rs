@@ -209,7 +209,10 @@ fn masterless_gpg_pillar_decrypts_and_an_undecryptable_value_names_the_file_not_
     // `_errors` in Salt's words (pillar_safe_render_error, the default); the full error,
     // naming the file, the key path and the key directory, in the log.
     let errors = items["_errors"].to_string();
-    assert!(errors.contains("Rendering SLS 'secrets' failed"), "{errors}");
+    assert!(
+        errors.contains("Rendering SLS 'secrets' failed"),
+        "{errors}"
+    );
     assert!(err.contains("secrets.sls"), "{err}");
     assert!(err.contains(&keys.display().to_string()), "{err}");
     assert!(err.contains("db:password"), "{err}");
