@@ -147,7 +147,11 @@ pub fn strip_rst(doc: &str) -> String {
 /// Python's `datetime.utcfromtimestamp(secs).isoformat()`: `2026-11-21T00:06:32.223181`,
 /// the fraction left out when it is zero.
 pub fn utc_isoformat(secs: f64) -> String {
-    let micros_total = (secs * 1e6).round() as i64;
+    utc_isoformat_micros((secs * 1e6).round() as i64)
+}
+
+/// [`utc_isoformat`] of a Unix time in whole microseconds.
+pub fn utc_isoformat_micros(micros_total: i64) -> String {
     let (days, rem) = (
         micros_total.div_euclid(86_400_000_000),
         micros_total.rem_euclid(86_400_000_000),

@@ -72,31 +72,7 @@ pub(crate) fn pick(data: &Value, items: &[Value]) -> Value {
 
 /// Python's `datetime.utcnow().isoformat()` for a Unix time in microseconds.
 pub(crate) fn isoformat(micros: i64) -> String {
-    let secs = micros.div_euclid(1_000_000);
-    let us = micros.rem_euclid(1_000_000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    let base = format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    );
-    if us == 0 {
-        base
-    } else {
-        format!("{base}.{us:06}")
-    }
+    crate::pyish::utc_isoformat_micros(micros)
 }
 
 impl Beacon for Status {
