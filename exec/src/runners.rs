@@ -116,6 +116,14 @@ pub const RUNNERS: &[(&str, &str)] = &[
         "Gathers the data from the specified minions' mine, pass in the target, function to look up and the target type.",
     ),
     (
+        "pillar.show_pillar",
+        "Returns the compiled pillar either of a specific minion or just the global available pillars. This function assumes that no minion has the id ``*``.",
+    ),
+    (
+        "pillar.show_top",
+        "Returns the compiled top data for pillar for a specific minion. If no minion is specified, we use the first minion we find.",
+    ),
+    (
         "saltutil.sync_all",
         "Sync master-side external runners from file_roots/_runners.",
     ),

@@ -191,7 +191,44 @@ impl PillarConfig {
         pillar
     }
 
+    /// The merged pillar top as `pillar.show_top` shows it, rendered for minion `id` with
+    /// `grains` in `saltenv`; the render errors instead when a top failed.
+    pub fn show_top(
+        &self,
+        id: &str,
+        grains: &Value,
+        saltenv: Option<String>,
+    ) -> Result<Map<String, Value>, Vec<String>> {
+        self.compiler(id, grains).show_top(&Request {
+            minion_id: id.to_owned(),
+            grains: grains.clone(),
+            saltenv,
+            ..Default::default()
+        })
+    }
+
+    /// The pillar of minion `id` compiled now for `pillarenv` (`pillar.show_pillar`), never
+    /// from the cache.
+    pub fn compile_for(&self, id: &str, grains: &Value, pillarenv: Option<String>) -> Value {
+        Value::Object(self.compiler(id, grains).compile(&Request {
+            minion_id: id.to_owned(),
+            grains: grains.clone(),
+            pillarenv,
+            ..Default::default()
+        }))
+    }
+
     fn compile_fresh(&self, id: &str, grains: &Value) -> Map<String, Value> {
+        self.compiler(id, grains).compile(&Request {
+            minion_id: id.to_owned(),
+            grains: grains.clone(),
+            ..Default::default()
+        })
+    }
+
+    /// The compiler for minion `id`: `opts` with its id and grains, `salt://` from the
+    /// pillar roots.
+    fn compiler(&self, id: &str, grains: &Value) -> Compiler {
         let mut opts = (*self.opts).clone();
         if let Value::Object(m) = &mut opts {
             m.insert("id".into(), json!(id));
@@ -205,17 +242,12 @@ impl PillarConfig {
         };
         let ctx = saltq_exec::CallContext::local(grains.clone(), opts.clone())
             .with_files(Arc::new(files));
-        let compiler = Compiler {
+        Compiler {
             options: (*self.options).clone(),
             opts,
             ctx,
             ext: self.ext.to_vec(),
-        };
-        compiler.compile(&Request {
-            minion_id: id.to_owned(),
-            grains: grains.clone(),
-            ..Default::default()
-        })
+        }
     }
 }
 

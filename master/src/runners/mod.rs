@@ -10,6 +10,7 @@ mod jobs;
 mod manage;
 mod mine;
 mod misc;
+mod pillar;
 mod state;
 
 use std::sync::Arc;
@@ -62,6 +63,7 @@ pub fn table() -> Vec<&'static Runner> {
         .chain(cache::RUNNERS)
         .chain(mine::RUNNERS)
         .chain(misc::RUNNERS)
+        .chain(pillar::RUNNERS)
         .chain(state::RUNNERS)
         .chain(doc::RUNNERS)
         .collect()

@@ -203,6 +203,38 @@ struct Run<'a> {
 }
 
 impl Compiler {
+    /// The merged top file as Salt's `pillar.show_top` runner shows it (`get_top`):
+    /// environment → target → its `match:` entry (if any) then its SLS names, every target
+    /// whether it matches the minion or not; the errors instead when rendering a top failed.
+    pub fn show_top(&self, req: &Request) -> Result<Map<String, Value>, Vec<String>> {
+        let seed = Value::Object(Map::new());
+        let mut run = Run {
+            c: self,
+            req,
+            shared: SharedPillar::new(&seed, self.options.jinja_fuel),
+            top: top::Top::default(),
+            avail: Vec::new(),
+        };
+        let errors = run.read_top(req.pillarenv.as_deref());
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let mut out = Map::new();
+        for (env, targets) in &run.top.envs {
+            let mut env_map = Map::new();
+            for t in targets {
+                let mut list: Vec<Value> = Vec::new();
+                if let Some(m) = &t.matcher {
+                    list.push(serde_json::json!({ "match": m }));
+                }
+                list.extend(t.sls.iter().cloned().map(Value::String));
+                env_map.insert(t.tgt.clone(), Value::Array(list));
+            }
+            out.insert(env.clone(), Value::Object(env_map));
+        }
+        Ok(out)
+    }
+
     /// The pillar of one minion, with `_errors` when anything failed (Salt's
     /// `compile_pillar`).
     pub fn compile(&self, req: &Request) -> Map<String, Value> {
@@ -225,11 +257,7 @@ impl Compiler {
             top: top::Top::default(),
             avail: Vec::new(),
         };
-        let (tops, mut top_errors) = run.get_tops(pillarenv.as_deref());
-        match top::merge_tops(&tops) {
-            Ok(t) => run.top = t,
-            Err(e) => top_errors.push(e),
-        }
+        let top_errors = run.read_top(pillarenv.as_deref());
         let facts_pillar = seed.clone();
         let facts = MinionFacts {
             id: &req.minion_id,
@@ -316,6 +344,16 @@ impl Run<'_> {
 
     /// Salt's `get_tops`: each environment's top file (only `pillarenv`'s when set; only
     /// the saltenv's with `none` merging), and the top files they include.
+    /// Renders and merges the top files into `self.top`; the errors met on the way.
+    fn read_top(&mut self, pillarenv: Option<&str>) -> Vec<String> {
+        let (tops, mut errors) = self.get_tops(pillarenv);
+        match top::merge_tops(&tops) {
+            Ok(t) => self.top = t,
+            Err(e) => errors.push(e),
+        }
+        errors
+    }
+
     fn get_tops(&mut self, pillarenv: Option<&str>) -> (Vec<Value>, Vec<String>) {
         let o = &self.c.options;
         let mut envs = Vec::new();

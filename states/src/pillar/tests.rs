@@ -352,3 +352,33 @@ fn as_salt_records_every_merging_option() {
         json!({"pillar_includes_override_sls": true}),
     );
 }
+
+#[test]
+fn show_top_lists_every_target_with_its_match_and_a_broken_top_gives_its_errors() {
+    let t = TreeDir::new(&[(
+        "top.sls",
+        "base:\n  '*':\n    - common\n  'os:Debian':\n    - match: grain\n    - debian\n    - order: 2\n  'db*':\n    - db\n",
+    )]);
+    let top = t
+        .compiler(json!({}))
+        .show_top(&req("web1", json!({"os": "RedHat"})))
+        .unwrap();
+    // Every target, matching the minion or not; `order:` is not shown, `match:` is.
+    assert_eq!(
+        Value::Object(top),
+        json!({"base": {
+            "*": ["common"],
+            "os:Debian": [{"match": "grain"}, "debian"],
+            "db*": ["db"],
+        }})
+    );
+    let broken = TreeDir::new(&[("top.sls", "base: [not, a, mapping]\n")]);
+    let errors = broken
+        .compiler(json!({}))
+        .show_top(&req("web1", json!({})))
+        .unwrap_err();
+    assert_eq!(
+        errors,
+        vec!["Error encountered while rendering pillar top file.".to_owned()]
+    );
+}

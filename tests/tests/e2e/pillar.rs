@@ -75,6 +75,7 @@ fn jinja_pillar_with_includes_reaches_states_targeting_and_refresh() {
     master.wait_for("pil-db1");
 
     let items = call(&master, "pil-web1", &["pillar.items"]);
+    let items_web = items.clone();
     assert_eq!(
         items,
         json!({
@@ -111,6 +112,18 @@ fn jinja_pillar_with_includes_reaches_states_targeting_and_refresh() {
         "--static",
     ]);
     assert_eq!(o.json(), json!({"pil-db1": true}), "{o:?}");
+
+    // The pillar runners compile on the master from the minion's cached grains.
+    let o = master.saltq(&["run", "pillar.show_top", "minion=pil-db1", "--out", "json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(
+        o.json(),
+        json!({"base": {"*": ["common"], "pil-web*": ["web"]}}),
+        "every target of the top, not only those matching the minion"
+    );
+    let o = master.saltq(&["run", "pillar.show_pillar", "pil-web1", "--out", "json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json(), items_web, "show_pillar is the minion's pillar");
 
     // A change is picked up by refresh_pillar.
     write(
