@@ -57,7 +57,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
             Param::opt("pillarenv", Lit::None).kwonly(),
             Param::opt("saltenv", Lit::None).kwonly(),
         ])
-        .doc(ITEMS_DOC),
+        .doc(DATA_DOC),
     Function::new("pillar.ls", handler!(ls))
         .varargs()
         .params(&[
@@ -86,7 +86,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
             Param::opt("pillarenv", Lit::None),
             Param::opt("saltenv", Lit::None),
         ])
-        .doc(GET_DOC),
+        .doc(FETCH_DOC),
     Function::new("pillar.file_exists", handler!(file_exists))
         .params(&[Param::req("path"), Param::opt("saltenv", Lit::None)])
         .doc(FILE_EXISTS_DOC),
@@ -170,7 +170,9 @@ async fn file_exists(call: Call) -> Result<Value, ExecError> {
     Ok(Value::Bool(false))
 }
 
-const GET_DOC: &str = "Return the named value from the minion's in-memory pillar, or ``default``
+macro_rules! get_doc {
+    () => {
+        "Return the named value from the minion's in-memory pillar, or ``default``
 when the key is not there (an empty string unless given, or an error when the minion sets
 ``pillar_raise_on_missing``).
 
@@ -185,7 +187,14 @@ CLI Example:
 
     salt '*' pillar.get pkg:apache
     salt '*' pillar.get abc::def|ghi delimiter='|'
-";
+"
+    };
+}
+
+const GET_DOC: &str = get_doc!();
+
+/// Salt's `alias_function` doc: a line naming the original, then its doc.
+const FETCH_DOC: &str = concat!("\nThis function is an alias of ``get``.\n", get_doc!());
 
 async fn get(call: Call) -> Result<Value, ExecError> {
     let key = python::str(call.arg("key"));
@@ -282,7 +291,9 @@ fn select(call: &Call, default: &Value, delimiter: &str) -> Value {
     Value::Object(out)
 }
 
-const ITEMS_DOC: &str = "Return the minion's pillar. Given key names, return only those, as
+macro_rules! items_doc {
+    () => {
+        "Return the minion's pillar. Given key names, return only those, as
 ``pillar.item`` does. A ``pillar`` dict given on the command line is merged over the result.
 
 CLI Example:
@@ -290,7 +301,14 @@ CLI Example:
 .. code-block:: bash
 
     salt '*' pillar.items
-";
+"
+    };
+}
+
+const ITEMS_DOC: &str = items_doc!();
+
+/// Salt's `alias_function` doc: a line naming the original, then its doc.
+const DATA_DOC: &str = concat!("\nThis function is an alias of ``items``.\n", items_doc!());
 
 async fn items(call: Call) -> Result<Value, ExecError> {
     if !call.varargs().is_empty() {

@@ -21,27 +21,27 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     Function::new("schedule.delete", handler!(delete))
         .params(&[Param::req("name")])
         .kwargs()
-        .doc("Delete a job from the minion's schedule\n"),
+        .doc("Delete a job from the minion's schedule\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.delete job1\n"),
     Function::new("schedule.disable", handler!(disable))
         .kwargs()
-        .doc("Disable all scheduled jobs on the minion\n"),
+        .doc("Disable all scheduled jobs on the minion\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.disable\n"),
     Function::new("schedule.disable_job", handler!(disable_job))
         .params(&[Param::req("name")])
         .kwargs()
-        .doc("Disable a job in the minion's schedule\n"),
+        .doc("Disable a job in the minion's schedule\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.disable_job job1\n"),
     Function::new("schedule.enable", handler!(enable))
         .kwargs()
-        .doc("Enable all scheduled jobs on the minion\n"),
+        .doc("Enable all scheduled jobs on the minion\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.enable\n"),
     Function::new("schedule.enable_job", handler!(enable_job))
         .params(&[Param::req("name")])
         .kwargs()
-        .doc("Enable a job in the minion's schedule\n"),
+        .doc("Enable a job in the minion's schedule\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.enable_job job1\n"),
     Function::new("schedule.is_enabled", handler!(is_enabled))
         .params(&[Param::opt("name", Lit::None)])
-        .doc("List a Job only if its enabled\n"),
+        .doc("List a Job only if its enabled\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.is_enabled name=job_name\n"),
     Function::new("schedule.job_status", handler!(job_status))
         .params(&[Param::req("name"), Param::opt("time_fmt", Lit::Str("%Y-%m-%dT%H:%M:%S"))])
-        .doc("Return the information for a specified job in the schedule\n"),
+        .doc("Return the information for a specified job in the schedule\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.job_status job_name\n"),
     Function::new("schedule.list", handler!(list))
         .py_name("list_")
         .params(&[
@@ -51,35 +51,35 @@ pub(crate) const FUNCTIONS: &[Function] = &[
             Param::opt("return_yaml", Lit::Bool(true)),
             Param::opt("offline", Lit::Bool(false)),
         ])
-        .doc("List the jobs currently scheduled on the minion\n"),
+        .doc("List the jobs currently scheduled on the minion\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.list\n"),
     Function::new("schedule.modify", handler!(modify))
         .params(&[Param::req("name")])
         .kwargs()
-        .doc("Modify an existing job in the schedule\n"),
+        .doc("Modify an existing job in the schedule\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.modify job1 function='test.ping' seconds=3600\n"),
     Function::new("schedule.postpone_job", handler!(postpone_job))
         .params(&[Param::req("name"), Param::req("current_time"), Param::req("new_time")])
         .kwargs()
-        .doc("Postpone a job in the minion's schedule\n"),
+        .doc("Postpone a job in the minion's schedule\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.postpone_job job current_time new_time\n"),
     Function::new("schedule.purge", handler!(purge))
         .kwargs()
-        .doc("Purge all the jobs currently scheduled on the minion\n"),
+        .doc("Purge all the jobs currently scheduled on the minion\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.purge\n"),
     Function::new("schedule.reload", handler!(reload))
         .py_name("reload_")
-        .doc("Reload saved scheduled jobs on the minion\n"),
+        .doc("Reload saved scheduled jobs on the minion\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.reload\n"),
     Function::new("schedule.run_job", handler!(run_job))
         .params(&[Param::req("name"), Param::opt("force", Lit::Bool(false))])
-        .doc("Run a scheduled job on the minion immediately\n"),
+        .doc("Run a scheduled job on the minion immediately\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.run_job job1\n"),
     Function::new("schedule.save", handler!(save))
         .kwargs()
-        .doc("Save all scheduled jobs on the minion\n"),
+        .doc("Save all scheduled jobs on the minion\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.save\n"),
     Function::new("schedule.show_next_fire_time", handler!(show_next_fire_time))
         .params(&[Param::req("name")])
         .kwargs()
-        .doc("Show the next fire time for scheduled job\n"),
+        .doc("Show the next fire time for scheduled job\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.show_next_fire_time job_name\n"),
     Function::new("schedule.skip_job", handler!(skip_job))
         .params(&[Param::req("name"), Param::req("current_time")])
         .kwargs()
-        .doc("Skip a job in the minion's schedule at specified time.\n"),
+        .doc("Skip a job in the minion's schedule at specified time.\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.skip_job job time\n"),
 ];
 
 /// The tag of the event Salt fires when the scheduler finished `func`.

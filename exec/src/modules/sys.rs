@@ -349,10 +349,15 @@ mod tests {
             json!(["pillar", "saltutil.find*"]),
             json!({}),
             json!([
+                "pillar.data",
+                "pillar.fetch",
+                "pillar.file_exists",
                 "pillar.get",
                 "pillar.item",
                 "pillar.items",
                 "pillar.keys",
+                "pillar.ls",
+                "pillar.obfuscate",
                 "pillar.raw",
                 "saltutil.find_job"
             ]),
@@ -379,10 +384,10 @@ mod tests {
         assert_eq!(
             out.ret,
             json!([
-                "archive", "cmd", "config", "cp", "cron", "disk", "event", "file", "git", "grains",
-                "group", "hosts", "kmod", "locale", "mount", "network", "pillar", "pkg",
-                "saltutil", "service", "shadow", "ssh", "state", "status", "sys", "sysctl", "test",
-                "timezone", "user"
+                "archive", "beacons", "cmd", "config", "cp", "cron", "disk", "event", "file",
+                "git", "grains", "group", "hosts", "kmod", "locale", "mine", "mount", "network",
+                "pillar", "pkg", "saltutil", "schedule", "service", "shadow", "ssh", "state",
+                "status", "sys", "sysctl", "test", "timezone", "user"
             ])
         );
     }
