@@ -14,6 +14,8 @@ pub const EX_UNAVAILABLE: i32 = 69;
 pub const EX_CANTCREAT: i32 = 73;
 /// Salt's exit code for a permission problem (`EX_NOPERM`).
 pub const EX_NOPERM: i32 = 77;
+/// Salt's exit code when the configured `user` does not exist (`EX_NOUSER`).
+pub const EX_NOUSER: i32 = 67;
 
 /// A config file that could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -215,43 +217,271 @@ pub fn rooted(root_dir: &Path, path: &Path) -> PathBuf {
 
 /// Sets up `tracing` with a Salt log level name (`warning`, `debug`, ...), as text or JSON lines.
 pub fn init_tracing(level: &str, json: bool) {
-    init(level, json, None);
+    Logging::console(level, json).install();
 }
 
 /// As [`init_tracing`], with each kind of message (callsite) limited to
 /// [`crate::lograte::RateLimit::DAEMON`]: for a daemon whose peers' input is logged, so that no
 /// input repeated can fill its disk.
 pub fn init_tracing_rate_limited(level: &str, json: bool) {
-    init(
-        level,
-        json,
-        Some(crate::lograte::RateLimitLayer::new(
-            crate::lograte::RateLimit::DAEMON,
-        )),
-    );
+    Logging::console(level, json).rate_limited().install();
 }
 
-fn init(level: &str, json: bool, limit: Option<crate::lograte::RateLimitLayer>) {
-    use tracing_subscriber::layer::SubscriberExt;
-    use tracing_subscriber::util::SubscriberInitExt;
-    let filter = match level {
-        "quiet" => "off",
-        "critical" | "error" => "error",
-        "warning" => "warn",
-        "info" | "profile" => "info",
-        "debug" => "debug",
-        _ => "trace",
+/// The outputs of a process's log, opened but not yet installed: a daemon opens its log file
+/// (as root, owned by `user`), then drops its privileges, then installs the subscriber.
+pub struct Logging {
+    /// The console in JSON lines.
+    json: bool,
+    /// Limit each kind of message ([`crate::lograte`]).
+    limit: bool,
+    /// The console in a Salt format (`log_fmt_console`/`log_datefmt` set), else saltq's own.
+    console: Option<crate::salt_log::SaltFormatLayer>,
+    /// The console's levels with `log_granular_levels`.
+    console_plan: crate::salt_log::LevelPlan,
+    /// The log file or syslog (`log_file`), with its levels.
+    file: Option<(crate::salt_log::SaltFormatLayer, crate::salt_log::LevelPlan)>,
+}
+
+type Base = tracing_subscriber::layer::Layered<
+    Option<crate::lograte::RateLimitLayer>,
+    tracing_subscriber::Registry,
+>;
+type BoxedLayer = Box<dyn tracing_subscriber::Layer<Base> + Send + Sync>;
+
+/// A per-output filter from a [`crate::salt_log::LevelPlan`]: decided once per callsite when
+/// no granular level applies, per event otherwise (a `log` record shares its callsite).
+fn plan_filter(
+    plan: crate::salt_log::LevelPlan,
+) -> impl tracing_subscriber::layer::Filter<Base> + Send + Sync + 'static {
+    use crate::salt_log::python_level;
+    use tracing::subscriber::Interest;
+    use tracing_subscriber::filter::LevelFilter;
+    let hint = match plan.handler {
+        0..=5 => LevelFilter::TRACE,
+        6..=10 => LevelFilter::DEBUG,
+        11..=20 => LevelFilter::INFO,
+        21..=30 => LevelFilter::WARN,
+        31..=40 => LevelFilter::ERROR,
+        _ => LevelFilter::OFF,
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SALTQ_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter));
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
-    // The filter first, so the limit counts only what would be written.
-    let registry = tracing_subscriber::registry().with(filter).with(limit);
-    if json {
-        registry.with(fmt.json()).init();
-    } else {
-        registry.with(fmt).init();
+    let on_event = plan.clone();
+    tracing_subscriber::filter::DynFilterFn::new(move |meta, _| {
+        on_event.enabled(meta.target(), python_level(meta.level()).0)
+    })
+    .with_callsite_filter(move |meta| {
+        if python_level(meta.level()).0 < plan.handler {
+            Interest::never()
+        } else if plan.granular.is_empty() {
+            Interest::always()
+        } else {
+            Interest::sometimes()
+        }
+    })
+    .with_max_level_hint(hint)
+}
+
+impl Logging {
+    /// The console only, at `level`, as saltq writes it (text or JSON lines).
+    pub fn console(level: &str, json: bool) -> Logging {
+        Logging {
+            json,
+            limit: false,
+            console: None,
+            console_plan: crate::salt_log::LogOptions::default().console_plan(level),
+            file: None,
+        }
     }
+
+    /// The console and the outputs Salt's logging keys ask for; `owner` (uid, gid) is given
+    /// the log file, as Salt's `verify_log_files` does for `user`. The error names the key.
+    pub fn prepare(
+        level: &str,
+        json: bool,
+        options: &crate::salt_log::LogOptions,
+        owner: Option<(u32, u32)>,
+    ) -> Result<Logging, String> {
+        use crate::salt_log::{DEFAULT_DATEFMT, DEFAULT_FMT_CONSOLE, SaltFormatLayer};
+        use std::io::IsTerminal;
+        let mut logging = Logging::console(level, json);
+        logging.console_plan = options.console_plan(level);
+        if !json && (options.fmt_console.is_some() || options.datefmt.is_some()) {
+            let fmt = options
+                .fmt_console
+                .as_deref()
+                .unwrap_or(DEFAULT_FMT_CONSOLE);
+            let datefmt = options.datefmt.as_deref().unwrap_or(DEFAULT_DATEFMT);
+            let color = std::io::stderr().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            logging.console = Some(
+                SaltFormatLayer::stderr(fmt, datefmt, color)
+                    .map_err(|e| format!("log_fmt_console: {e}"))?,
+            );
+        }
+        let file_level = options.level_logfile.as_deref().unwrap_or(level);
+        if let Some(target) = &options.file
+            && file_level != "quiet"
+        {
+            let layer = SaltFormatLayer::open(
+                target,
+                &options.fmt_logfile,
+                &options.datefmt_logfile,
+                owner,
+            )
+            .map_err(|e| format!("log_file: {e}"))?;
+            logging.file = Some((layer, options.file_plan(level)));
+        }
+        Ok(logging)
+    }
+
+    /// Limits each kind of message ([`crate::lograte::RateLimit::DAEMON`]), for a daemon.
+    pub fn rate_limited(mut self) -> Logging {
+        self.limit = true;
+        self
+    }
+
+    /// Installs the subscriber. `SALTQ_LOG` (an `EnvFilter` directive), when set, filters the
+    /// console instead of `log_level` and `log_granular_levels`.
+    pub fn install(self) {
+        use tracing_subscriber::Layer;
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        let limit = self
+            .limit
+            .then(|| crate::lograte::RateLimitLayer::new(crate::lograte::RateLimit::DAEMON));
+        let mut layers: Vec<BoxedLayer> = Vec::new();
+        let env = tracing_subscriber::EnvFilter::try_from_env("SALTQ_LOG").ok();
+        let console: BoxedLayer = match (self.console, self.json) {
+            (Some(salt), _) => Box::new(salt),
+            (None, true) => Box::new(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .json(),
+            ),
+            (None, false) => {
+                Box::new(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+            }
+        };
+        layers.push(match env {
+            Some(env) => Box::new(console.with_filter(env)),
+            None => Box::new(console.with_filter(plan_filter(self.console_plan))),
+        });
+        if let Some((file, plan)) = self.file {
+            layers.push(Box::new(file.with_filter(plan_filter(plan))));
+        }
+        // The filters first (per output), so the limit counts only what would be written.
+        let _ = tracing_subscriber::registry()
+            .with(limit)
+            .with(layers)
+            .try_init();
+    }
+}
+
+/// The account a daemon becomes (Salt's `user`), looked up before anything is opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunAs {
+    /// The user name.
+    pub name: String,
+    /// Its uid.
+    pub uid: u32,
+    /// Its primary gid.
+    pub gid: u32,
+    /// Its home directory (`HOME` after the switch).
+    pub home: PathBuf,
+    /// Its shell (`SHELL` after the switch).
+    pub shell: PathBuf,
+}
+
+/// Salt's `check_user` decision for `user`: `None` when the process already runs as that
+/// user (by effective uid), else the account; an unknown user is Salt's `EX_NOUSER` error.
+pub fn run_as(user: &str) -> Result<Option<RunAs>, (i32, String)> {
+    use nix::unistd::{User, geteuid};
+    let current = User::from_uid(geteuid()).ok().flatten();
+    if current.as_ref().is_some_and(|u| u.name == user) {
+        return Ok(None);
+    }
+    match User::from_name(user) {
+        Ok(Some(u)) => Ok(Some(RunAs {
+            name: u.name,
+            uid: u.uid.as_raw(),
+            gid: u.gid.as_raw(),
+            home: u.dir,
+            shell: u.shell,
+        })),
+        _ => Err((
+            EX_NOUSER,
+            format!("failed to prepare the environment for user {user}: the user is not available"),
+        )),
+    }
+}
+
+impl RunAs {
+    /// The (uid, gid) its files get.
+    pub fn owner(&self) -> (u32, u32) {
+        (self.uid, self.gid)
+    }
+
+    /// Salt's `verify_env`: each directory is created if missing and, when running as root,
+    /// it and everything under it is given to the user, so that the daemon can still use them
+    /// after [`RunAs::switch`].
+    pub fn prepare_dirs(&self, dirs: &[PathBuf]) -> Result<(), String> {
+        let root = nix::unistd::geteuid().is_root();
+        for dir in dirs {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            if root {
+                chown_tree(dir, self.uid, self.gid)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Salt's `check_user` switch: the user's groups, its gid, then its uid, and `HOME`,
+    /// `SHELL`, `USER`, `LOGNAME` set to the user's where they were set. Must be called while
+    /// the process has a single thread (before the runtime and the log's threads start).
+    #[allow(unsafe_code)]
+    pub fn switch(&self) -> Result<(), String> {
+        use nix::unistd::{Gid, Uid, initgroups, setgid, setuid};
+        let fail = |e: nix::Error| {
+            format!(
+                "configured to run as user \"{}\" but unable to switch: {e}",
+                self.name
+            )
+        };
+        let name = std::ffi::CString::new(self.name.as_str()).map_err(|e| e.to_string())?;
+        initgroups(&name, Gid::from_raw(self.gid)).map_err(fail)?;
+        setgid(Gid::from_raw(self.gid)).map_err(fail)?;
+        setuid(Uid::from_raw(self.uid)).map_err(fail)?;
+        let vars = [
+            ("HOME", self.home.as_os_str().to_owned()),
+            ("SHELL", self.shell.as_os_str().to_owned()),
+            ("USER", self.name.clone().into()),
+            ("LOGNAME", self.name.clone().into()),
+        ];
+        for (var, value) in vars {
+            if std::env::var_os(var).is_some() {
+                // SAFETY: the caller promises a single thread: nothing reads the environment
+                // while it is written.
+                unsafe { std::env::set_var(var, value) };
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Gives `path` and everything under it (not following links) to `uid`:`gid`.
+fn chown_tree(path: &Path, uid: u32, gid: u32) -> Result<(), String> {
+    std::os::unix::fs::lchown(path, Some(uid), Some(gid))
+        .map_err(|e| format!("cannot give {} to uid {uid}: {e}", path.display()))?;
+    let meta = std::fs::symlink_metadata(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if meta.is_dir() {
+        let entries =
+            std::fs::read_dir(path).map_err(|e| format!("cannot list {}: {e}", path.display()))?;
+        for entry in entries.flatten() {
+            chown_tree(&entry.path(), uid, gid)?;
+        }
+    }
+    Ok(())
 }
 
 /// Resolves on SIGTERM or Ctrl-C.

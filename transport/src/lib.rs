@@ -13,6 +13,7 @@ pub mod lograte;
 pub mod pki;
 pub mod reload;
 pub mod rlimit;
+pub mod salt_log;
 pub mod server;
 pub mod tickets;
 pub mod tls;
