@@ -57,6 +57,13 @@ pub trait JobControl: Send + Sync {
 
     /// Fetches the pillar again (`saltutil.refresh_pillar`); true when the refresh was started.
     fn refresh_pillar(&self) -> bool;
+
+    /// A watch whose value changes each time a pillar refresh ends, fetched or failed (what
+    /// `saltutil.refresh_pillar wait=True` waits for: Salt's `pillar_refresh_complete`
+    /// event); `None` where no refresh can be waited for.
+    fn pillar_refreshes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        None
+    }
 }
 
 /// A `JobControl` for calls made outside a minion (tests, local calls): no jobs, refreshes
@@ -266,6 +273,35 @@ pub trait MineClient: Send + Sync {
     fn delete(&self, fun: &str) -> MasterFuture<()>;
     /// Removes all of this minion's mine.
     fn flush(&self) -> MasterFuture<()>;
+    /// Resolves once the master has welcomed the minion (its pillar in place), so the
+    /// `mine.update` the scheduler runs at start goes out once, connected, as Salt's minion
+    /// only starts its schedule after connecting; at once by default.
+    fn ready(&self) -> MasterFuture<()> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
+
+/// The master's pillar compiler as `pillar.ext` reaches it (Salt's `_pillar` request with
+/// `ext`). The minion implements it over its connection; a masterless minion over its own
+/// pillar tree.
+pub trait PillarClient: Send + Sync {
+    /// This minion's pillar compiled now, the on-demand sources `ext` (`{name: arguments}`)
+    /// after the configured `ext_pillar`, `pillar_override` merged last; the error is the
+    /// refusal or failure in words (Salt's on_demand_ext_pillar message when not allowed).
+    fn compile_ext(&self, ext: Value, pillar_override: Map<String, Value>) -> MasterFuture<Value>;
+
+    /// This minion's pillar compiled now for a state run's `saltenv` and `pillarenv` (Salt's
+    /// `_pillar` request with them: `pillarenv` compiles that environment only, else the
+    /// compiler's own setting and `pillarenv_from_saltenv` decide); the error is the
+    /// failure in words.
+    fn compile_env(
+        &self,
+        saltenv: Option<String>,
+        pillarenv: Option<String>,
+    ) -> MasterFuture<Value> {
+        let _ = (saltenv, pillarenv);
+        Box::pin(async { Err("no pillar compiler to ask for another environment".to_owned()) })
+    }
 }
 
 /// The process groups a job's commands run in, so that the minion can signal them
@@ -366,6 +402,8 @@ pub struct CallContext {
     /// The master's mine (`mine.*`); `None` keeps the mine in the minion's cachedir, as a
     /// masterless Salt minion does.
     pub mine: Option<Arc<dyn MineClient>>,
+    /// The master's pillar compiler for `pillar.ext`; `None` makes `pillar.ext` fail.
+    pub pillar_client: Option<Arc<dyn PillarClient>>,
     /// The process groups of this job's commands. Use [`CallContext::for_job`] to give each
     /// job its own.
     pub processes: ProcessGroups,
@@ -394,6 +432,7 @@ impl CallContext {
             states: None,
             master: None,
             mine: None,
+            pillar_client: None,
             processes: ProcessGroups::default(),
             beacons: None,
             schedule: None,
@@ -461,6 +500,12 @@ impl CallContext {
     /// The same context with the master's mine.
     pub fn with_mine(mut self, mine: Arc<dyn MineClient>) -> Self {
         self.mine = Some(mine);
+        self
+    }
+
+    /// The same context with the pillar compiler `pillar.ext` asks.
+    pub fn with_pillar_client(mut self, client: Arc<dyn PillarClient>) -> Self {
+        self.pillar_client = Some(client);
         self
     }
 

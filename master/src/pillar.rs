@@ -191,6 +191,29 @@ impl PillarConfig {
         pillar
     }
 
+    /// The pillar of minion `id` for a request that names a `saltenv` or a `pillarenv` (a
+    /// state run's `saltenv=`/`pillarenv=`, as Salt's `_pillar` load carries them): compiled
+    /// afresh, `pillarenv` first, else the saltenv with `pillarenv_from_saltenv`, else the
+    /// configured `pillarenv`. Neither named: [`PillarConfig::compile`], from the cache.
+    pub fn compile_env(
+        &self,
+        id: &str,
+        grains: &Value,
+        saltenv: Option<String>,
+        pillarenv: Option<String>,
+    ) -> Arc<Value> {
+        if saltenv.is_none() && pillarenv.is_none() {
+            return self.compile(id, grains);
+        }
+        Arc::new(Value::Object(self.compiler(id, grains).compile(&Request {
+            minion_id: id.to_owned(),
+            grains: grains.clone(),
+            saltenv,
+            pillarenv,
+            ..Default::default()
+        })))
+    }
+
     /// The merged pillar top as `pillar.show_top` shows it, rendered for minion `id` with
     /// `grains` in `saltenv`; the render errors instead when a top failed.
     pub fn show_top(
@@ -214,6 +237,25 @@ impl PillarConfig {
             minion_id: id.to_owned(),
             grains: grains.clone(),
             pillarenv,
+            ..Default::default()
+        }))
+    }
+
+    /// The pillar of minion `id` compiled now with `extra` sources after the configured ones
+    /// and `pillar_override` merged last (`pillar.ext`), never from the cache.
+    pub fn compile_ext(
+        &self,
+        id: &str,
+        grains: &Value,
+        extra: Vec<Arc<dyn ExtPillar>>,
+        pillar_override: Map<String, Value>,
+    ) -> Value {
+        let mut compiler = self.compiler(id, grains);
+        compiler.ext.extend(extra);
+        Value::Object(compiler.compile(&Request {
+            minion_id: id.to_owned(),
+            grains: grains.clone(),
+            pillar_override,
             ..Default::default()
         }))
     }

@@ -66,14 +66,18 @@ async fn fetch_pillar(cfg: &MinionConfig) -> anyhow::Result<(Value, Channel)> {
             }
         };
         let mut c = MinionServiceClient::new(ch.clone());
+        let req = pb::GetPillarRequest {
+            ordered: true,
+            ..Default::default()
+        };
         let p = c
-            .get_pillar(pb::GetPillarRequest {})
+            .get_pillar(req)
             .await
-            .map_err(|s| anyhow::anyhow!("{}", ch.failure(&s)))?;
-        return Ok((
-            Value::Object(value::opt_struct(p.into_inner().pillar.as_ref())),
-            ch,
-        ));
+            .map_err(|s| anyhow::anyhow!("{}", ch.failure(&s)))?
+            .into_inner();
+        let pillar = value::from_ordered_json(&p.pillar_json, p.pillar.as_ref())
+            .map_err(|e| anyhow::anyhow!("the pillar from the master: {e}"))?;
+        return Ok((Value::Object(pillar), ch));
     }
     Err(last.unwrap_or_else(|| anyhow::anyhow!("no master configured")))
 }
@@ -98,15 +102,34 @@ pub async fn run(cfg: MinionConfig, a: CallArgs) -> i32 {
             }
         }
     };
-    let files: Arc<dyn saltq_exec::FileClient> = match chan {
-        None => Arc::new(local_files(&cfg)),
-        Some(ch) => Arc::new(MasterFiles {
-            chan: tokio::sync::watch::channel(Some(ch)).1,
-            cfg: Arc::new(cfg.clone()),
-        }),
+    let (files, pillar_client): (
+        Arc<dyn saltq_exec::FileClient>,
+        Arc<dyn saltq_exec::PillarClient>,
+    ) = match chan {
+        None => (
+            Arc::new(local_files(&cfg)),
+            Arc::new(crate::pillar_ext::LocalPillar {
+                cfg: Arc::new(cfg.clone()),
+                grains: grains.clone(),
+            }),
+        ),
+        Some(ch) => {
+            let chan = tokio::sync::watch::channel(Some(ch)).1;
+            (
+                Arc::new(MasterFiles {
+                    chan: chan.clone(),
+                    cfg: Arc::new(cfg.clone()),
+                }),
+                Arc::new(crate::pillar_ext::MasterPillar {
+                    chan,
+                    cfg: Arc::new(cfg.clone()),
+                }),
+            )
+        }
     };
     let ctx = CallContext::local(grains, cfg.opts.clone())
         .with_files(files)
+        .with_pillar_client(pillar_client)
         .with_states(Arc::new(saltq_states::Engine::new()));
     *ctx.pillar.write().unwrap_or_else(|e| e.into_inner()) = pillar;
     let (args, kwargs) = parse_input(&a.args);

@@ -355,8 +355,9 @@ struct Calls {
     ctx: CallContext,
     /// The outbox.
     ret_tx: mpsc::UnboundedSender<Outgoing>,
-    /// Whether the mine went to the master since start (Salt's `mine.update` on start).
-    mine_sent: bool,
+    /// Told when the master first welcomes the minion: the schedule's start-up `mine.update`
+    /// waits for it (`mine.rs`).
+    welcomed: watch::Sender<bool>,
 }
 
 impl Calls {
@@ -388,6 +389,7 @@ impl Calls {
         ));
         let chan_tx = all[index].chan_tx.clone();
         let chan_rx = chan_tx.subscribe();
+        let (welcomed, _) = watch::channel(false);
         let ctx = CallContext::new(
             grains,
             pillar.clone(),
@@ -408,6 +410,11 @@ impl Calls {
         }))
         .with_states(Arc::new(saltq_states::Engine::new()))
         .with_mine(Arc::new(crate::mine::MasterMine {
+            chan: chan_rx.clone(),
+            cfg: cfg.clone(),
+            welcomed: welcomed.subscribe(),
+        }))
+        .with_pillar_client(Arc::new(crate::pillar_ext::MasterPillar {
             chan: chan_rx.clone(),
             cfg: cfg.clone(),
         }));
@@ -431,7 +438,7 @@ impl Calls {
             chan_tx,
             ctx,
             ret_tx,
-            mine_sent: false,
+            welcomed,
         }
     }
 
@@ -704,8 +711,11 @@ impl Driver {
     fn handle_message(&mut self, msg: pb::SubscribeResponse) {
         match msg.kind {
             Some(Kind::Welcome(w)) => {
-                let p = Value::Object(value::opt_struct(w.pillar.as_ref()));
-                *self.calls.pillar.write().unwrap_or_else(|e| e.into_inner()) = p;
+                let pillar = value::from_ordered_json(&w.pillar_json, w.pillar.as_ref());
+                take_pillar(&self.calls.pillar, pillar.map(Value::Object));
+                if let Some(groups) = &w.nodegroups {
+                    self.calls.ctx.opts = with_master_nodegroups(&self.calls.ctx.opts, groups);
+                }
                 if w.issues_certificates && !self.renews {
                     tracing::warn!(
                         "the master issues certificates, not taken with several masters at \
@@ -724,9 +734,7 @@ impl Driver {
                     self.calls
                         .start_job(&self.cfg, startup_load(&self.cfg, run));
                 }
-                if !std::mem::replace(&mut self.calls.mine_sent, true) {
-                    crate::mine::update_at_start(&self.calls.ctx);
-                }
+                self.calls.welcomed.send_replace(true);
             }
             Some(Kind::Job(load)) => self.calls.start_job(&self.cfg, load),
             // `control` is deprecated: no master sends it.
@@ -748,6 +756,14 @@ impl Driver {
     async fn handle_refresh(&mut self, r: Refresh) {
         if let Phase::Serving(sub) = &mut self.phase {
             refresh(&self.cfg, &mut sub.client, &self.calls.ctx, r).await;
+        } else if matches!(r, Refresh::Pillar) {
+            take_pillar(
+                &self.calls.pillar,
+                Err("the minion is not connected to a master".into()),
+            );
+        }
+        if matches!(r, Refresh::Pillar) {
+            self.calls.jobs.pillar_refreshed();
         }
     }
 
@@ -1036,14 +1052,55 @@ async fn refresh(cfg: &MinionConfig, c: &mut Client, ctx: &CallContext, r: Refre
                 tracing::warn!("grains not sent to the master: {}", s.message());
             }
         }
-        Refresh::Pillar => match c.get_pillar(pb::GetPillarRequest {}).await {
-            Ok(p) => {
-                let p = Value::Object(value::opt_struct(p.into_inner().pillar.as_ref()));
-                *ctx.pillar.write().unwrap_or_else(|e| e.into_inner()) = p;
-            }
-            Err(s) => tracing::warn!("pillar not refreshed: {}", s.message()),
-        },
+        Refresh::Pillar => {
+            let req = pb::GetPillarRequest {
+                ordered: true,
+                ..Default::default()
+            };
+            let pillar = match c.get_pillar(req).await {
+                Ok(p) => {
+                    let p = p.into_inner();
+                    value::from_ordered_json(&p.pillar_json, p.pillar.as_ref()).map(Value::Object)
+                }
+                Err(s) => Err(format!(
+                    "the master answered {:?}: {}",
+                    s.code(),
+                    s.message()
+                )),
+            };
+            take_pillar(&ctx.pillar, pillar);
+        }
     }
+}
+
+/// Takes a pillar from the master, or keeps the one the minion has when it could not get
+/// one: then the log and the pillar's `_errors` say so (Salt's minion only logs it).
+fn take_pillar(held: &RwLock<Value>, fetched: Result<Value, String>) {
+    let mut held = held.write().unwrap_or_else(|e| e.into_inner());
+    *held = match fetched {
+        Ok(p) => p,
+        Err(why) => {
+            tracing::error!(
+                "{}: {why}; keeping the pillar from before, with the failure in its _errors",
+                saltq_states::pillar::REFRESH_FAILED
+            );
+            saltq_states::pillar::kept_after_failed_refresh(std::mem::take(&mut *held), &why)
+        }
+    };
+}
+
+/// The minion's options with the master's nodegroups, as Salt's state runs take them from
+/// the master's `master_opts` (for `match: nodegroup` in top files and `N@` in compounds).
+fn with_master_nodegroups(opts: &Arc<Value>, groups: &prost_types::Struct) -> Arc<Value> {
+    let groups = Value::Object(value::struct_to_map(groups));
+    if opts.get("nodegroups") == Some(&groups) {
+        return opts.clone();
+    }
+    let mut o = (**opts).clone();
+    if let Value::Object(m) = &mut o {
+        m.insert("nodegroups".into(), groups);
+    }
+    Arc::new(o)
 }
 
 /// The minion's own check of a job's target: its answer is the one that counts.
@@ -1088,6 +1145,7 @@ fn start_job(
     load: pb::JobLoad,
     ret_tx: &mpsc::UnboundedSender<Outgoing>,
 ) {
+    tracing::debug!(jid = %load.jid, fun = ?load.fun, "job received");
     if !jobs.first_sighting(&load.jid) {
         tracing::debug!(jid = %load.jid, "job seen before, ignored");
         return;
@@ -1359,8 +1417,10 @@ async fn outbox(
                 Attempt::of(answer.ok().map(|r| r.map(drop)))
             }
         };
+        tracing::debug!(jid = %req.jid, "sending the return");
         match deliver(&req.jid, &mut backoff, rand::random::<f64>, attempt).await {
             Attempt::Acked => {
+                tracing::debug!(jid = %out.req.jid, "return acknowledged");
                 jobs.acknowledged(&out.req.jid);
                 run_returners(&cfg, out);
             }

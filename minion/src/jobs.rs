@@ -45,6 +45,9 @@ pub struct Table {
     running: Mutex<HashMap<JobKey, Running>>,
     /// The last jids seen, per master.
     seen: Mutex<HashMap<usize, VecDeque<String>>>,
+    /// Counts the pillar refreshes that ended (fetched or failed), for
+    /// `saltutil.refresh_pillar wait=True`.
+    pillar_done: tokio::sync::watch::Sender<u64>,
 }
 
 /// One master's view of the table of running jobs.
@@ -60,6 +63,13 @@ pub struct Jobs {
 const SEEN: usize = 100;
 
 impl Jobs {
+    /// A pillar refresh ended, with a fresh pillar or an error: wakes whoever waits for it.
+    pub fn pillar_refreshed(&self) {
+        self.table
+            .pillar_done
+            .send_modify(|n| *n = n.wrapping_add(1));
+    }
+
     /// An empty table for one master; refresh requests go to `refresh`.
     #[cfg(test)]
     pub fn new(refresh: mpsc::UnboundedSender<Refresh>) -> Jobs {
@@ -233,6 +243,10 @@ impl JobControl for Jobs {
 
     fn refresh_pillar(&self) -> bool {
         self.ask(Refresh::Pillar)
+    }
+
+    fn pillar_refreshes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        Some(self.table.pillar_done.subscribe())
     }
 }
 

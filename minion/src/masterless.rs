@@ -15,6 +15,18 @@ use crate::config::MinionConfig;
 /// The minion's pillar, compiled locally; a configuration the compiler refuses is an
 /// `_errors` entry, as Salt reports a pillar that failed to compile.
 pub fn compile_pillar(cfg: &MinionConfig, grains: &Value) -> Map<String, Value> {
+    compile_pillar_env(cfg, grains, None, None)
+}
+
+/// [`compile_pillar`] for a state run's `saltenv` and `pillarenv` (`state.apply
+/// saltenv=dev pillarenv=dev`): `pillarenv` compiles that environment only, else with
+/// `pillarenv_from_saltenv` the saltenv's.
+pub fn compile_pillar_env(
+    cfg: &MinionConfig,
+    grains: &Value,
+    saltenv: Option<String>,
+    pillarenv: Option<String>,
+) -> Map<String, Value> {
     let failed = |e: String| {
         let mut m = Map::new();
         m.insert("_errors".into(), Value::Array(vec![Value::String(e)]));
@@ -53,6 +65,8 @@ pub fn compile_pillar(cfg: &MinionConfig, grains: &Value) -> Map<String, Value> 
     let compiled = compiler.compile(&Request {
         minion_id: cfg.id.clone(),
         grains: grains.clone(),
+        saltenv,
+        pillarenv,
         ..Default::default()
     });
     // As salt-call --local: the `pillar` option is the base, in its order, the compiled

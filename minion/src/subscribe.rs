@@ -29,6 +29,9 @@ pub(crate) struct Wire {
     /// `SubscribeRequest.version`.
     #[prost(string, tag = "2")]
     pub version: String,
+    /// `SubscribeRequest.ordered_pillar`: this minion reads `Welcome.pillar_json`.
+    #[prost(bool, tag = "3")]
+    pub ordered_pillar: bool,
 }
 
 /// Builds subscription requests, re-encoding the grains only when they changed.
@@ -55,6 +58,7 @@ impl Requests {
         Wire {
             grains,
             version: env!("CARGO_PKG_VERSION").into(),
+            ordered_pillar: true,
         }
     }
 }
@@ -105,7 +109,9 @@ mod tests {
         let generated = pb::SubscribeRequest {
             grains: Some(value::json_to_struct(&grains)),
             version: env!("CARGO_PKG_VERSION").into(),
+            ordered_pillar: true,
         };
+        assert!(req.ordered_pillar);
         assert_eq!(w.encode_to_vec(), generated.encode_to_vec());
     }
 

@@ -99,6 +99,38 @@ pub fn json_to_struct(v: &Json) -> Struct {
     }
 }
 
+/// A JSON object as the bytes of an ordered field (`Welcome.pillar_json`,
+/// `GetPillarResponse.pillar_json`): UTF-8 JSON whose keys keep their order, which a `Struct`
+/// loses (its keys come back sorted). Anything but an object is sent as `{}`.
+pub fn to_ordered_json(v: &Json) -> Vec<u8> {
+    match v {
+        Json::Object(_) => serde_json::to_vec(v).unwrap_or_else(|_| b"{}".to_vec()),
+        _ => b"{}".to_vec(),
+    }
+}
+
+/// The object carried by an ordered field when it is set, else by the `Struct` beside it (a
+/// peer that does not send the ordered field); the error says what is wrong with the bytes.
+pub fn from_ordered_json(json: &[u8], s: Option<&Struct>) -> Result<Map<String, Json>, String> {
+    if json.is_empty() {
+        return Ok(opt_struct(s));
+    }
+    match serde_json::from_slice::<Json>(json) {
+        Ok(Json::Object(m)) => Ok(m),
+        Ok(other) => Err(format!(
+            "the ordered JSON field holds a {} where an object was expected",
+            match other {
+                Json::Array(_) => "list",
+                Json::String(_) => "string",
+                Json::Number(_) => "number",
+                Json::Bool(_) => "boolean",
+                _ => "null",
+            }
+        )),
+        Err(e) => Err(format!("the ordered JSON field is not valid JSON: {e}")),
+    }
+}
+
 /// A list of JSON values to `ListValue`.
 pub fn to_list(v: &[Json]) -> ListValue {
     ListValue {
@@ -152,6 +184,41 @@ mod tests {
         assert_eq!(nesting(&to_prost(&serde_json::json!({"a": 1}))), 4);
     }
     use serde_json::json;
+
+    #[test]
+    fn the_ordered_field_keeps_key_order_and_falls_back_to_the_struct() {
+        let v: Json =
+            serde_json::from_str(r#"{"zeta": 1, "alpha": {"z": [2], "a": null}, "mid": "x"}"#)
+                .unwrap();
+        let bytes = to_ordered_json(&v);
+        let back = from_ordered_json(&bytes, None).unwrap();
+        assert_eq!(back.keys().collect::<Vec<_>>(), ["zeta", "alpha", "mid"]);
+        assert_eq!(
+            back["alpha"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .collect::<Vec<_>>(),
+            ["z", "a"]
+        );
+        assert_eq!(Json::Object(back), v);
+        // An older peer sends only the Struct: its (sorted) keys are taken.
+        let s = json_to_struct(&v);
+        let old = from_ordered_json(b"", Some(&s)).unwrap();
+        assert_eq!(old.keys().collect::<Vec<_>>(), ["alpha", "mid", "zeta"]);
+        assert_eq!(from_ordered_json(b"", None).unwrap(), Map::new());
+        assert_eq!(to_ordered_json(&json!([1])), b"{}");
+        let e = from_ordered_json(b"[1]", None).unwrap_err();
+        assert_eq!(
+            e,
+            "the ordered JSON field holds a list where an object was expected"
+        );
+        let e = from_ordered_json(b"{nope", None).unwrap_err();
+        assert!(
+            e.starts_with("the ordered JSON field is not valid JSON: "),
+            "{e}"
+        );
+    }
 
     #[test]
     fn round_trip_keeps_json_shapes() {

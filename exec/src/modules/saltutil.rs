@@ -222,17 +222,52 @@ const REFRESH_PILLAR_DOC: &str = "Ask the master for a fresh pillar. The refresh
 background; the function returns ``True`` at once.
 
 wait : False
-    Accepted for compatibility.
+    Wait until the minion has the refreshed pillar (or the refresh failed) before returning,
+    at most ``timeout`` seconds; past that a warning is logged. The answer is ``True`` either
+    way, as Salt's.
+
+timeout : 30
+    How long to wait, in seconds, with ``wait=True``.
 
 CLI Example:
 
 .. code-block:: bash
 
     salt '*' saltutil.refresh_pillar
+    salt '*' saltutil.refresh_pillar wait=True timeout=60
 ";
 
 async fn refresh_pillar(call: Call) -> Result<Value, ExecError> {
-    Ok(Value::Bool(call.ctx.jobs.refresh_pillar()))
+    if !truthy(call.arg("wait")) {
+        return Ok(Value::Bool(call.ctx.jobs.refresh_pillar()));
+    }
+    let timeout = match call.arg("timeout") {
+        Value::Null => 30.0,
+        v => v
+            .as_f64()
+            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+            .filter(|t: &f64| t.is_finite() && *t >= 0.0)
+            .ok_or_else(|| {
+                ExecError::invocation(format!(
+                    "timeout must be a number of seconds, got {}",
+                    python::repr(v)
+                ))
+            })?,
+    };
+    // Salt listens for `pillar_refresh_complete` before it asks, then waits up to `timeout`;
+    // either way the answer is whether the refresh was asked for.
+    let mut done = call.ctx.jobs.pillar_refreshes();
+    if let Some(rx) = &mut done {
+        rx.mark_unchanged();
+    }
+    let asked = call.ctx.jobs.refresh_pillar();
+    if let Some(mut rx) = done {
+        let wait = std::time::Duration::from_secs_f64(timeout);
+        if !matches!(tokio::time::timeout(wait, rx.changed()).await, Ok(Ok(()))) {
+            tracing::warn!("Pillar refresh did not complete within timeout {timeout}");
+        }
+    }
+    Ok(Value::Bool(asked))
 }
 
 const REFRESH_MODULES_DOC: &str = "Reload the minion's modules: the external modules are looked up

@@ -110,6 +110,33 @@ async fn compile_pillar(
     .map_err(|e| format!("pillar compilation failed: {e}"))?
 }
 
+/// The pillar as the minion asked for it: in the ordered JSON field (Salt's key order) or, for
+/// a minion that does not read it, as a `Struct`.
+fn pillar_on_the_wire(pillar: &Value, ordered: bool) -> (Option<prost_types::Struct>, Vec<u8>) {
+    if ordered {
+        (None, value::to_ordered_json(pillar))
+    } else {
+        (Some(value::json_to_struct(pillar)), Vec::new())
+    }
+}
+
+/// [`compile_pillar`] for a request naming a `saltenv` or a `pillarenv` (compiled afresh).
+async fn compile_pillar_env(
+    master: &Arc<Master>,
+    id: &str,
+    grains: Arc<Value>,
+    saltenv: Option<String>,
+    pillarenv: Option<String>,
+) -> Result<Value, String> {
+    let roots = master.cfg.pillar.clone();
+    let id = id.to_owned();
+    tokio::task::spawn_blocking(move || {
+        Arc::unwrap_or_clone(roots.compile_env(&id, &grains, saltenv, pillarenv))
+    })
+    .await
+    .map_err(|e| format!("pillar compilation failed: {e}"))
+}
+
 /// A subscription stream that tells the master when the minion goes away.
 pub struct SubscriptionStream {
     rx: mpsc::Receiver<Arc<pb::SubscribeResponse>>,
@@ -160,11 +187,15 @@ impl MinionService for MinionApi {
                 json!({"_errors": [e]})
             });
         let (tx, rx) = mpsc::channel(1024);
+        let (pillar_struct, pillar_json) = pillar_on_the_wire(&pillar, body.ordered_pillar);
         let welcome = pb::SubscribeResponse {
             kind: Some(pb::subscribe_response::Kind::Welcome(pb::Welcome {
                 master_id: self.master.cfg.id.clone(),
-                pillar: Some(value::json_to_struct(&pillar)),
+                pillar: pillar_struct,
                 issues_certificates,
+                pillar_json,
+                // Salt's master_opts: the minion's state runs match nodegroups with these.
+                nodegroups: Some(value::json_to_struct(&json!(self.master.cfg.nodegroups))),
             })),
         };
         tx.try_send(Arc::new(welcome))
@@ -223,14 +254,34 @@ impl MinionService for MinionApi {
         req: Request<pb::GetPillarRequest>,
     ) -> Result<Response<pb::GetPillarResponse>, Status> {
         let id = self.admit(&req, false)?;
+        let body = req.into_inner();
         let grains = Arc::new(self.master.facts.grains(&id).unwrap_or(json!({})));
-        let pillar = compile_pillar(&self.master, &id, grains)
+        let nonempty = |s: String| (!s.is_empty()).then_some(s);
+        let (saltenv, pillarenv) = (nonempty(body.saltenv), nonempty(body.pillarenv));
+        // The minion's own pillar (what targeting reads) is the one of no particular env: a
+        // state run's `saltenv=`/`pillarenv=` compiles for that run only, as Salt's.
+        let own = saltenv.is_none() && pillarenv.is_none();
+        let pillar = compile_pillar_env(&self.master, &id, grains, saltenv, pillarenv)
             .await
             .map_err(|e| Status::internal(format!("pillar for {id} failed to compile: {e}")))?;
-        self.master.facts.set_pillar(&id, pillar.clone());
+        if own {
+            self.master.facts.set_pillar(&id, pillar.clone());
+        }
+        let (pillar, pillar_json) = pillar_on_the_wire(&pillar, body.ordered);
         Ok(Response::new(pb::GetPillarResponse {
-            pillar: Some(value::json_to_struct(&pillar)),
+            pillar,
+            pillar_json,
         }))
+    }
+
+    async fn get_ext_pillar(
+        &self,
+        req: Request<pb::GetExtPillarRequest>,
+    ) -> Result<Response<pb::GetPillarResponse>, Status> {
+        let id = self.admit(&req, false)?;
+        crate::ext_pillar::serve(&self.master, &id, req.into_inner())
+            .await
+            .map(Response::new)
     }
 
     async fn update_grains(

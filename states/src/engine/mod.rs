@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use saltq_exec::{BoxFuture, Call, CallContext, ExecError, StateSystem};
+use saltq_semantics::python;
 use serde_json::{Map, Value, json};
 
 use crate::render::{RenderContext, render_template};
@@ -225,15 +226,58 @@ fn errors(call: &Call, errors: Vec<String>, retcode: i32) -> Value {
     json!(errors)
 }
 
-/// The pillar a run sees, or Salt's refusal of a bad override / pillar errors.
-fn run_pillar(call: &Call) -> Result<Result<Value, Value>, ExecError> {
+/// The saltenv and pillarenv a state run asks its pillar for, as Salt's `get_sls_opts`:
+/// `saltenv=` (else the `saltenv` option); `pillarenv=`, or with `pillarenv_from_saltenv`
+/// the `saltenv=` given, else the `pillarenv` option. `None` when the call names neither
+/// `saltenv` nor `pillarenv`: the run takes the pillar the minion holds.
+pub fn pillar_envs(
+    kwargs: &Map<String, Value>,
+    opts: &Value,
+) -> Option<(Option<String>, Option<String>)> {
+    let text = |v: Option<&Value>| {
+        v.filter(|v| !v.is_null())
+            .map(|v| v.as_str().map_or_else(|| python::str(v), str::to_owned))
+    };
+    let (saltenv_arg, pillarenv_arg) = (text(kwargs.get("saltenv")), text(kwargs.get("pillarenv")));
+    if saltenv_arg.is_none() && pillarenv_arg.is_none() {
+        return None;
+    }
+    let saltenv = saltenv_arg.clone().or_else(|| text(opts.get("saltenv")));
+    let from_saltenv = opts.get("pillarenv_from_saltenv") == Some(&Value::Bool(true));
+    let pillarenv = if kwargs.contains_key("pillarenv") || from_saltenv {
+        pillarenv_arg.or(saltenv_arg)
+    } else {
+        text(opts.get("pillarenv"))
+    };
+    Some((saltenv, pillarenv))
+}
+
+/// The pillar a run sees, or Salt's refusal of a bad override / pillar errors. A run that
+/// names a `saltenv` or `pillarenv` gets its pillar compiled for them (Salt's state runs
+/// compile theirs with the run's opts); the others the minion's.
+async fn run_pillar(call: &Call) -> Result<Result<Value, Value>, ExecError> {
+    let base = match (
+        pillar_envs(call.kwargs(), &call.ctx.opts),
+        &call.ctx.pillar_client,
+    ) {
+        (Some((saltenv, pillarenv)), Some(client)) => {
+            let what = format!(
+                "saltenv {} and pillarenv {}",
+                saltenv.as_deref().unwrap_or("None"),
+                pillarenv.as_deref().unwrap_or("None")
+            );
+            client.compile_env(saltenv, pillarenv).await.map_err(|e| {
+                ExecError::execution(format!("the pillar for {what} could not be compiled: {e}"))
+            })?
+        }
+        _ => call.ctx.pillar(),
+    };
     let over = call.kwargs().get("pillar").cloned().unwrap_or(Value::Null);
     let merge_lists = call
         .ctx
         .opt("pillar_merge_lists")
         .is_some_and(|v| v == &Value::Bool(true));
-    let pillar = options::merge_pillar(call.ctx.pillar(), &over, merge_lists)
-        .map_err(ExecError::Invocation)?;
+    let pillar = options::merge_pillar(base, &over, merge_lists).map_err(ExecError::Invocation)?;
     let forced = call.kwargs().get("force") == Some(&Value::Bool(true));
     if !forced
         && let Some(errs) = pillar.get("_errors").and_then(Value::as_array)

@@ -64,7 +64,7 @@ pub(super) async fn state_run(call: Call) -> Result<Value, ExecError> {
     if let Some(conflict) = super::check_queue(&call).await {
         return Ok(errors(&call, conflict, EX_STATE_COMPILER_ERROR));
     }
-    let pillar = match super::run_pillar(&call)? {
+    let pillar = match super::run_pillar(&call).await? {
         Ok(p) => p,
         Err(refused) => return Ok(refused),
     };

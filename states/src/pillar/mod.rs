@@ -164,6 +164,35 @@ impl PillarOptions {
     }
 }
 
+/// How an `_errors` entry of a failed refresh starts: Salt's words in its minion log
+/// (`Pillar data could not be refreshed. One or more masters may be down!`).
+pub const REFRESH_FAILED: &str = "Pillar data could not be refreshed";
+
+/// The pillar a minion keeps when a refresh failed (`why`): the one it had, so its states
+/// and targeting go on as Salt's minion does, but never silently: its `_errors` says the
+/// refresh failed and why (an earlier such entry is replaced, not repeated), so
+/// `pillar.items` shows it and a state run refuses to run on it, as on any pillar error,
+/// until a refresh succeeds. Anything but a mapping is kept as an empty one.
+pub fn kept_after_failed_refresh(pillar: Value, why: &str) -> Value {
+    let mut m = match pillar {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    let entry = format!(
+        "{REFRESH_FAILED}: {why}; this is the pillar from before the refresh. One or more \
+         masters may be down!"
+    );
+    let mut errors: Vec<Value> = match m.shift_remove("_errors") {
+        Some(Value::Array(a)) => a,
+        Some(other) => vec![other],
+        None => Vec::new(),
+    };
+    errors.retain(|e| !e.as_str().is_some_and(|e| e.starts_with(REFRESH_FAILED)));
+    errors.push(Value::String(entry));
+    m.insert("_errors".into(), Value::Array(errors));
+    Value::Object(m)
+}
+
 /// One minion's compilation request.
 #[derive(Debug, Clone, Default)]
 pub struct Request {

@@ -526,7 +526,13 @@ fn request(path: &str) -> BoxedStrategy<Vec<u8>> {
     let rpc = path.rsplit('/').next().unwrap_or_default();
     match rpc {
         "Subscribe" => (structure(), text())
-            .prop_map(|(grains, version)| enc(pb::SubscribeRequest { grains, version }))
+            .prop_map(|(grains, version)| {
+                enc(pb::SubscribeRequest {
+                    grains,
+                    version,
+                    ..Default::default()
+                })
+            })
             .boxed(),
         "Return" => (
             (
@@ -555,7 +561,7 @@ fn request(path: &str) -> BoxedStrategy<Vec<u8>> {
         "SendEvent" => (tag(), structure())
             .prop_map(|(tag, data)| enc(pb::SendEventRequest { tag, data }))
             .boxed(),
-        "GetPillar" => Just(enc(pb::GetPillarRequest {})).boxed(),
+        "GetPillar" => Just(enc(pb::GetPillarRequest::default())).boxed(),
         "ListEnvs" => Just(enc(pb::ListEnvsRequest {})).boxed(),
         "UpdateGrains" => structure()
             .prop_map(|grains| enc(pb::UpdateGrainsRequest { grains }))

@@ -832,7 +832,7 @@ async fn pending_key_cannot_subscribe_or_speak() {
         );
         refused(
             &format!("{t} GetPillar"),
-            c.get_pillar(pb::GetPillarRequest {}).await,
+            c.get_pillar(pb::GetPillarRequest::default()).await,
             Code::PermissionDenied,
             pending,
         );
