@@ -9,7 +9,7 @@ use saltq_semantics::python;
 use crate::error::ExecError;
 use crate::modules::run_cmd;
 use crate::pyish::utc_isoformat;
-use crate::spec::{Call, Function, Param};
+use crate::spec::{Call, Function, Lit, Param};
 
 /// The `status` module's functions.
 pub(crate) const FUNCTIONS: &[Function] = &[
@@ -27,6 +27,9 @@ pub(crate) const FUNCTIONS: &[Function] = &[
         .doc(PID_DOC),
     Function::new("status.procs", handler!(procs)).doc(PROCS_DOC),
     Function::new("status.uptime", handler!(uptime)).doc(UPTIME_DOC),
+    Function::new("status.time", handler!(time))
+        .params(&[Param::opt("format", Lit::Str("%A, %d. %B %Y %I:%M%p"))])
+        .doc(TIME_DOC),
     Function::new("status.version", handler!(version)).doc(VERSION_DOC),
     Function::new("status.w", handler!(w)).doc(W_DOC),
 ];
@@ -49,6 +52,30 @@ pub(crate) fn number(text: &str) -> Value {
         .ok()
         .filter(|f| f.is_finite())
         .map_or_else(|| json!(text), |f| json!(f))
+}
+
+const TIME_DOC: &str = "Return the current time on the minion,
+formatted based on the format parameter.
+
+Default date format: Monday, 27. July 2015 07:55AM
+
+CLI Example:
+
+.. code-block:: bash
+
+    salt '*' status.time
+
+    salt '*' status.time '%s'
+";
+
+/// Salt's `status.time`: local time now through Python's `strftime` directives.
+async fn time(call: Call) -> Result<Value, ExecError> {
+    use std::fmt::Write;
+    let format = python::str(call.arg("format"));
+    let mut out = String::new();
+    write!(out, "{}", chrono::Local::now().format(&format))
+        .map_err(|_| ExecError::invocation(format!("invalid time format {format:?}")))?;
+    Ok(Value::String(out))
 }
 
 const UPTIME_DOC: &str = "Return how long the system has been up: ``seconds``, ``since_iso``,

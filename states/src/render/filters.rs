@@ -518,6 +518,25 @@ fn register_regex(env: &mut Environment<'static>) {
     });
     env.add_test("equalto", |a: JValue, b: JValue| a == b);
     env.add_test("list", |v: JValue| v.kind() == ValueKind::Seq);
+    // Jinja's `callable`: macros and `salt[...]` functions (plain objects) are.
+    env.add_test("callable", |v: JValue| {
+        v.kind() == ValueKind::Plain && v.as_object().is_some()
+    });
+    // Jinja's `random`: one item of a sequence (a character of a string), at random.
+    env.add_filter("random", |v: JValue| -> Result<JValue, Error> {
+        use std::hash::{BuildHasher, Hasher};
+        let n = v
+            .len()
+            .ok_or_else(|| err(format!("random() needs a sequence, got {}", v.kind())))?;
+        if n == 0 {
+            return Ok(JValue::UNDEFINED);
+        }
+        let pick = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish() as usize
+            % n;
+        v.get_item_by_index(pick)
+    });
 }
 
 /// The YAML quoting filters (`yaml_squote`, `yaml_dquote`, `yaml_encode`).
