@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use saltq_proto::v1::{self as pb, job_service_client::JobServiceClient};
 use saltq_tests::{Master, Minion, eventually};
-use saltq_transport::pki::{CertKey, load_certs};
+use saltq_transport::pki::{CertKey, fingerprint_cert, load_certs};
 use saltq_transport::tls::ServerTrust;
 use saltq_transport::{ConnectOptions, Limits, TransportKind, connect, value};
 use serde_json::json;
@@ -37,12 +37,28 @@ fn log_of(m: &Minion) -> String {
     std::fs::read_to_string(m.log()).unwrap_or_default()
 }
 
-/// Publishes `fun args` to `id` on `master` as its admin, under `jid` when given; the jid.
+/// Publishes `cmd.run CMD python_shell=True` (Salt 3007's cmd.run runs no shell unless told,
+/// from the master too) to `id` on `master`, under `jid` when given; the jid.
+async fn shell(master: &Master, id: &str, cmd: &str, jid: &str) -> String {
+    publish(
+        master,
+        id,
+        "cmd.run",
+        &[json!(cmd)],
+        json!({"python_shell": true}),
+        jid,
+    )
+    .await
+}
+
+/// Publishes `fun args kwarg` (`kwarg` a JSON object) to `id` on `master` as its admin, under
+/// `jid` when given; the jid.
 async fn publish(
     master: &Master,
     id: &str,
     fun: &str,
     args: &[serde_json::Value],
+    kwarg: serde_json::Value,
     jid: &str,
 ) -> String {
     let pki = master.pki_dir();
@@ -63,6 +79,7 @@ async fn publish(
             tgt_type: "list".into(),
             fun: vec![fun.into()],
             arg: args.iter().map(value::to_prost).collect(),
+            kwarg: Some(value::json_to_struct(&kwarg)),
             jid: jid.into(),
             ..Default::default()
         })
@@ -82,7 +99,6 @@ fn stored(master: &Master, jid: &str) -> serde_json::Value {
 /// Two masters with different CAs: each CA pinned in its own file, each master's pillar on the
 /// jobs it sends, concurrent jobs from both under one jid each returned to its own master only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known bug (#30, open): a return to one of two hot masters is sometimes not acknowledged and is resent until the test's 20 s wait ends; passes 1 run in 3"]
 async fn a_minion_takes_jobs_from_two_masters_and_returns_each_its_own() {
     let m1 = master_named("one", "auto_accept: true\n");
     let m2 = master_named("two", "auto_accept: true\n");
@@ -106,9 +122,9 @@ async fn a_minion_takes_jobs_from_two_masters_and_returns_each_its_own() {
         assert_eq!(o.json(), json!({"mm1": who}), "{o:?}");
     }
     // The same jid from both masters, both jobs running at once: two jobs, two returns.
-    let cmd = |who: &str| json!(format!("sleep 2; echo from-{who}"));
-    let jid = publish(&m1, "mm1", "cmd.run", &[cmd("one")], "").await;
-    let again = publish(&m2, "mm1", "cmd.run", &[cmd("two")], &jid).await;
+    let cmd = |who: &str| format!("sleep 2; echo from-{who}");
+    let jid = shell(&m1, "mm1", &cmd("one"), "").await;
+    let again = shell(&m2, "mm1", &cmd("two"), &jid).await;
     assert_eq!(again, jid);
     for (master, who) in [(&m1, "one"), (&m2, "two")] {
         eventually(
@@ -128,14 +144,13 @@ async fn a_minion_takes_jobs_from_two_masters_and_returns_each_its_own() {
 /// A master killed while the minion runs its job: the other master keeps working, and the
 /// killed one gets the return once it is back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known bug (#30, open): with two hot masters the running job is not seen by find_job/saltutil.running within 10 s, so the kill never happens; never passed yet"]
 async fn a_master_killed_mid_job_gets_its_return_when_back_while_the_other_works() {
     let mut m1 = master_named("one", "auto_accept: true\n");
     let m2 = master_named("two", "auto_accept: true\n");
     let _m = Minion::start_at(&both(&[&m1, &m2]), "mm2", "");
     m1.wait_for("mm2");
     m2.wait_for("mm2");
-    let jid = publish(&m1, "mm2", "cmd.run", &[json!("sleep 4; echo late")], "").await;
+    let jid = shell(&m1, "mm2", "sleep 4; echo late", "").await;
     // Running on the minion (saltutil.running lists every job of the process, so master two
     // sees it too), then master one dies.
     eventually("the job runs", Duration::from_secs(10), || {
@@ -196,4 +211,66 @@ fn a_key_rejected_by_one_master_leaves_the_other_working() {
     // Master two cannot reach it.
     let o = m2.saltq(&["mm3", "test.ping", "--out", "json", "-t", "2"]);
     assert!(o.code != 0 && !o.stdout.contains("true"), "{o:?}");
+}
+
+/// Two masters with different CAs and `master_finger` per master (a list, one fingerprint per
+/// master in the order of `master:`): each master is taken only with its own CA, and a wrong
+/// fingerprint for one master keeps the minion off that master alone, its log saying why.
+#[test]
+fn master_finger_per_master_checks_each_ca() {
+    let m1 = master_named("one", "auto_accept: true\n");
+    let m2 = master_named("two", "auto_accept: true\n");
+    let finger = |m: &Master| {
+        let ca = load_certs(&m.pki_dir().join("ca.crt")).expect("ca");
+        fingerprint_cert(&ca[0]).expect("fingerprint")
+    };
+    let (f1, f2) = (finger(&m1), finger(&m2));
+    assert_ne!(f1, f2, "the masters are independent: two CAs");
+    let fingers =
+        |a: &str, b: &str| format!("{}master_finger:\n  - '{a}'\n  - '{b}'", both(&[&m1, &m2]));
+    // Each master's own fingerprint: both take the minion, and it pins each CA.
+    let good = Minion::start_at(&fingers(&f1, &f2), "mm4", "");
+    m1.wait_for("mm4");
+    m2.wait_for("mm4");
+    for (master, who) in [(&m1, "one"), (&m2, "two")] {
+        let o = master.saltq(&["mm4", "pillar.get", "who", "--out", "json"]);
+        assert_eq!(o.json(), json!({"mm4": who}), "{o:?}");
+    }
+    let pin2 = good
+        .pki_dir()
+        .join(format!("master_ca.127.0.0.1_{}.crt", m2.port));
+    assert!(
+        pin2.exists(),
+        "master two's CA pinned in {}",
+        pin2.display()
+    );
+    // Master one's fingerprint given for master two too: master two's CA is refused, master
+    // one still serves the minion.
+    let wrong = Minion::start_at(&fingers(&f1, &f1), "mm5", "");
+    m1.wait_for("mm5");
+    let at2 = format!("127.0.0.1:{}", m2.port);
+    eventually(
+        "the minion says master two's CA does not match its fingerprint",
+        Duration::from_secs(20),
+        || {
+            log_of(&wrong)
+                .lines()
+                .any(|l| l.contains("does not match master_finger") && l.contains(&at2))
+                .then_some(())
+        },
+    );
+    let log = log_of(&wrong);
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("does not match master_finger") && !l.contains(&at2)),
+        "only master two is refused:\n{log}"
+    );
+    let o = m1.saltq(&["mm5", "pillar.get", "who", "--out", "json"]);
+    assert_eq!(o.json(), json!({"mm5": "one"}), "{o:?}");
+    let o = m2.saltq(&["mm5", "test.ping", "--out", "json", "-t", "2"]);
+    assert!(o.code != 0 && !o.stdout.contains("true"), "{o:?}");
+    let pin2 = wrong
+        .pki_dir()
+        .join(format!("master_ca.127.0.0.1_{}.crt", m2.port));
+    assert!(!pin2.exists(), "no CA pinned for master two");
 }
