@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use saltq_tests::{Master, eventually, third_party};
+use saltq_tests::{Master, bin, eventually, third_party};
 use serde_json::{Value, json};
 
 /// `saltq -L <on> <args...>`: the minion's return.
@@ -271,7 +271,7 @@ fn pillar_keeps_file_order_on_the_minion_and_nodegroups_reach_state_tops() {
         )
     });
     let out = master.dir.0.join("out");
-    let _web = master.minion("ord-web1", "");
+    let web = master.minion("ord-web1", "");
     let _db = master.minion("ord-db1", "");
     master.wait_for("ord-web1");
     master.wait_for("ord-db1");
@@ -311,6 +311,18 @@ fn pillar_keeps_file_order_on_the_minion_and_nodegroups_reach_state_tops() {
         ["loop-zeta", "loop-alpha", "loop-mid", "loop-beta"],
         "{r}"
     );
+    // salt-call through the master: the pillar the master compiled, printed where it
+    // arrives, in file order.
+    let o = std::process::Command::new(bin("saltq-minion"))
+        .arg("-c")
+        .arg(web.dir.0.join("etc"))
+        .args(["call", "pillar.items", "--out", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(keys(&v["local"]), ["zeta", "alpha", "mid", "beta"], "{v}");
+    assert_eq!(keys(&v["local"]["alpha"]), ["yy", "bb", "mm"], "{v}");
     // match: nodegroup and N@ in a compound, by the master's nodegroups.
     assert_eq!(
         std::fs::read_to_string(out.join("compound-ord-web1.txt")).unwrap(),
@@ -474,4 +486,65 @@ fn state_runs_take_saltenv_and_pillarenv_from_the_request() {
     // A pillarenv that pillar_roots lacks: Salt compiles no top and no error, an empty
     // pillar (only the override).
     assert_eq!(run("nope", &["pillarenv=nope"]), "None None None\n");
+}
+
+/// Masterless (`file_client: local`), a state run's `saltenv=`/`pillarenv=` choose its pillar
+/// from the minion's own `pillar_roots` as they do through a master.
+#[test]
+fn masterless_state_runs_take_saltenv_and_pillarenv_from_the_request() {
+    let scratch = saltq_tests::Scratch::new("local-env");
+    let d = scratch.0.as_path();
+    let (pb, pd) = (d.join("pillar-base"), d.join("pillar-dev"));
+    write(&pb, "top.sls", "base:\n  '*':\n    - common\n");
+    write(&pb, "common.sls", "where: base\nonly_base: 1\n");
+    write(&pd, "top.sls", "dev:\n  '*':\n    - devdata\n");
+    write(&pd, "devdata.sls", "where: dev\nonly_dev: 1\n");
+    let out = d.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let state = format!(
+        "env:\n  file.managed:\n    - name: {out}/{{{{ saltenv }}}}-{{{{ pillar.get('tag') }}}}.txt\n    - contents: \"{{{{ pillar.get('where') }}}} {{{{ pillar.get('only_base') }}}} {{{{ pillar.get('only_dev') }}}}\"\n",
+        out = out.display()
+    );
+    let (tb, td) = (d.join("tree-base"), d.join("tree-dev"));
+    write(&tb, "env.sls", &state);
+    write(&td, "env.sls", &state);
+    let conf = d.join("etc");
+    write(
+        &conf,
+        "minion",
+        &format!(
+            "id: local-env1\nroot_dir: {}\nfile_client: local\npillar_roots:\n  base:\n    - {}\n  dev:\n    - {}\nfile_roots:\n  base:\n    - {}\n  dev:\n    - {}\n",
+            d.join("root").display(),
+            pb.display(),
+            pd.display(),
+            tb.display(),
+            td.display()
+        ),
+    );
+    let run = |tag: &str, extra: &[&str]| -> String {
+        let pillar = format!("pillar={{\"tag\": \"{tag}\"}}");
+        let o = std::process::Command::new(bin("saltq-minion"))
+            .arg("-c")
+            .arg(&conf)
+            .args(["call", "state.apply", "env", pillar.as_str()])
+            .args(extra)
+            .args(["--out", "json"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{tag}: {o:?}");
+        let saltenv = extra
+            .iter()
+            .find_map(|a| a.strip_prefix("saltenv="))
+            .unwrap_or("base");
+        std::fs::read_to_string(out.join(format!("{saltenv}-{tag}.txt"))).unwrap()
+    };
+    assert_eq!(run("none", &[]), "dev 1 1\n");
+    assert_eq!(
+        run("dev", &["saltenv=dev", "pillarenv=dev"]),
+        "dev None 1\n"
+    );
+    assert_eq!(run("base", &["pillarenv=base"]), "base 1 None\n");
+    // Without pillarenv_from_saltenv (a master option; the minion's default is off), the
+    // saltenv alone does not narrow the pillar.
+    assert_eq!(run("saltenv", &["saltenv=dev"]), "dev 1 1\n");
 }
