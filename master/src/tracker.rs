@@ -83,6 +83,8 @@ pub struct Tracker {
 struct SyndicWait {
     /// Start + `syndic_wait`.
     until: Instant,
+    /// `syndic_wait`, which a find_job round also waits for on top of `gather` (Salt).
+    wait: Duration,
     /// The syndic that reported each of its minions.
     owner: HashMap<String, String>,
     /// Every minion that returned, so a syndic's late list does not wait on them again.
@@ -131,6 +133,7 @@ impl Tracker {
         }
         self.syndic = Some(SyndicWait {
             until: now + wait,
+            wait,
             owner: HashMap::new(),
             returned: HashSet::new(),
             passed: false,
@@ -204,11 +207,17 @@ impl Tracker {
         self.unreachable.extend(ids);
     }
 
-    /// Who was actually sent the find_job question (some may have gone away meanwhile).
+    /// Who was actually sent the find_job question (some may have gone away meanwhile);
+    /// minions below syndics were asked through them.
     pub fn asked(&mut self, sent: impl IntoIterator<Item = String>) {
         if let Phase::Asking { asked, .. } = &mut self.phase {
             let sent: HashSet<String> = sent.into_iter().collect();
-            asked.retain(|id| sent.contains(id));
+            let below = |id: &str| {
+                self.syndic
+                    .as_ref()
+                    .is_some_and(|s| s.owner.contains_key(id))
+            };
+            asked.retain(|id| sent.contains(id) || below(id));
         }
     }
 
@@ -239,18 +248,27 @@ impl Tracker {
                         self.phase = Phase::Done;
                         continue;
                     };
+                    // A top master asks its syndics' minions too: the question goes down
+                    // the syndics as the job did (Salt's `gather_job_info` with
+                    // `order_masters`), and waits `syndic_wait` longer for the answers.
+                    let below = |id: &str| {
+                        self.syndic
+                            .as_ref()
+                            .is_some_and(|s| s.owner.contains_key(id))
+                    };
                     let ask: Vec<String> = self
                         .pending
                         .iter()
-                        .filter(|id| connected(id))
+                        .filter(|id| connected(id) || below(id))
                         .cloned()
                         .collect();
                     if ask.is_empty() {
                         self.phase = Phase::Done;
                         continue;
                     }
+                    let extra = self.syndic.as_ref().map_or(Duration::ZERO, |s| s.wait);
                     self.phase = Phase::Asking {
-                        until: now + gather,
+                        until: now + gather + extra,
                         asked: ask.iter().cloned().collect(),
                         running: 0,
                     };
@@ -617,8 +635,16 @@ mod tests {
         t.on_syndic_expect("live", &["l-a".into()]);
         t.on_return("l-a");
         assert_eq!(t.poll(t0 + W, direct), Step::Wait);
-        // Below a syndic nobody is asked find_job here; at the timeout the wait ends.
-        assert_eq!(t.poll(t0 + T, direct), Step::Done);
+        // At the timeout the dead syndic's minions are asked find_job through the syndics;
+        // nobody answers within gather_job_timeout + syndic_wait, and the wait ends.
+        assert_eq!(
+            t.poll(t0 + T, direct),
+            Step::FindJob(vec!["d-a".into(), "d-b".into()])
+        );
+        t.asked(Vec::<String>::new());
+        assert_eq!(t.deadline(), Some(t0 + T + G + W));
+        assert_eq!(t.poll(t0 + T + G, direct), Step::Wait);
+        assert_eq!(t.poll(t0 + T + G + W, direct), Step::Done);
         let out = t.finish(direct);
         assert_eq!(out.returned, 2);
         assert_eq!(
@@ -628,6 +654,25 @@ mod tests {
                 ("d-b".to_owned(), Silence::NoResponse)
             ]
         );
+    }
+
+    #[test]
+    fn a_minion_below_a_syndic_still_running_the_job_keeps_the_top_waiting() {
+        let t0 = Instant::now();
+        let mut t = Tracker::new(Vec::<String>::new(), vec![], T, G, t0).with_syndics(W, t0);
+        t.on_syndic_expect("syn", &["slow".into(), "quick".into()]);
+        t.on_return("quick");
+        // Asked through its syndic at the timeout (the top holds no subscription of it).
+        assert_eq!(t.poll(t0 + T, direct), Step::FindJob(vec!["slow".into()]));
+        t.asked(vec![]);
+        t.on_find_job_reply("slow", true);
+        // It still runs the job: the top waits another timeout rather than reporting it.
+        assert_eq!(t.poll(t0 + T + G + W, direct), Step::Wait);
+        assert_eq!(t.deadline(), Some(t0 + T + G + W + T));
+        assert!(t.on_return("slow"));
+        assert_eq!(t.poll(t0 + T + G + W, direct), Step::Done);
+        let out = t.finish(direct);
+        assert_eq!((out.returned, out.silent.len()), (2, 0));
     }
 
     #[test]

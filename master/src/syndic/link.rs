@@ -15,6 +15,7 @@ use saltq_proto::v1::{self as pb, syndic_service_client::SyndicServiceClient};
 use saltq_transport::client::{Channel, ConnectOptions};
 use saltq_transport::pki::{self, CertKey};
 use saltq_transport::tls::ServerTrust;
+use saltq_transport::value;
 use tokio::sync::watch;
 
 use crate::follow::Follower;
@@ -24,13 +25,30 @@ use crate::state::Master;
 pub const KEY_FILE: &str = "syndic.key";
 /// The syndic's self-signed certificate, naming the master's id.
 pub const CERT_FILE: &str = "syndic.crt";
-/// The top master's CA, pinned at the first contact.
-pub const PINNED_CA_FILE: &str = "syndic_master_ca.crt";
+/// The top master's CA, pinned at the first contact (one file per top master,
+/// `syndic_master_ca-<host>-<port>.crt`, for `syndic_failover` between independent tops).
+fn pinned_ca_file(host: &str, port: u16) -> String {
+    let host: String = host
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("syndic_master_ca-{host}-{port}.crt")
+}
 
 /// The longest pause between two attempts to reach the top master.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Returns sent up in one call, at most.
 const RETURN_BATCH: usize = 500;
+/// Events sent up in one call, at most.
+const EVENT_BATCH: usize = 500;
+/// How often the bus's events go up (Salt's `syndic_event_forward_timeout`, 0.5 s).
+const EVENT_FORWARD_INTERVAL: Duration = Duration::from_millis(500);
 
 type Client = SyndicServiceClient<Channel>;
 
@@ -59,7 +77,7 @@ pub async fn run(
     }
 }
 
-/// Connects and reconnects to the top masters, in `syndic_failover` order, for ever.
+/// Holds the link up (reconnecting in `syndic_failover` order) and forwards events, for ever.
 async fn hold(master: Arc<Master>) {
     let identity = match identity(&master) {
         Ok(i) => i,
@@ -71,14 +89,39 @@ async fn hold(master: Arc<Master>) {
     if master.cfg.syndic.forward_all_events && master.cfg.syndic.masters.len() > 1 {
         tracing::info!("syndic_forward_all_events: the syndic holds one top master at a time");
     }
-    let trust = Arc::new(Mutex::new(server_trust(&master)));
     let up: Arc<watch::Sender<Option<Client>>> = Arc::new(watch::channel(None).0);
+    tokio::select! {
+        () = reconnect(&master, &identity, &up) => {}
+        () = forward_events(master.clone(), up.subscribe()) => {}
+    }
+}
+
+/// Connects and reconnects to the top masters, in `syndic_failover` order, for ever.
+async fn reconnect(
+    master: &Arc<Master>,
+    identity: &CertKey,
+    up: &Arc<watch::Sender<Option<Client>>>,
+) {
+    // Each top master's trust: its pinned CA, or trust on first use.
+    let mut trusts: std::collections::HashMap<String, Arc<Mutex<ServerTrust>>> =
+        std::collections::HashMap::new();
     let mut backoff = Duration::from_millis(250);
     let seed = std::process::id() as u64;
     loop {
         for top in master.cfg.syndic.try_order(seed) {
             let started = std::time::Instant::now();
-            match session(&master, &top, &identity, &trust, &up).await {
+            let (host, port) = match super::host_port(&top, master.cfg.syndic.port) {
+                Ok(hp) => hp,
+                Err(e) => {
+                    tracing::error!("syndic_master {e}");
+                    continue;
+                }
+            };
+            let trust = trusts
+                .entry(top.clone())
+                .or_insert_with(|| Arc::new(Mutex::new(server_trust(master, &host, port))))
+                .clone();
+            match session(master, &host, port, identity, &trust, up).await {
                 Ok(()) => tracing::warn!(top = %top, "syndic link to the top master closed"),
                 Err(e) => tracing::warn!(top = %top, "syndic link failed: {e:#}"),
             }
@@ -88,6 +131,64 @@ async fn hold(master: Arc<Master>) {
             }
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+}
+
+/// Forwards this master's bus events up as Salt's syndic does every
+/// `syndic_event_forward_timeout` (0.5 s): those [`super::forwards_up`] lets through, in
+/// batches, best effort (an event raised while no top master is linked is not kept).
+async fn forward_events(master: Arc<Master>, up: watch::Receiver<Option<Client>>) {
+    use futures_util::StreamExt;
+    let mut events = master.events.subscribe();
+    let mut batch: Vec<pb::SyndicEvent> = Vec::new();
+    let mut tick = tokio::time::interval(EVENT_FORWARD_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let flush = tokio::select! {
+            e = events.next() => match e {
+                Some(Ok(ev)) => {
+                    if super::forwards_up(&ev.tag, &ev.data) {
+                        batch.push(pb::SyndicEvent {
+                            tag: ev.tag.clone(),
+                            data: Some(value::map_to_struct(&ev.data)),
+                        });
+                    }
+                    batch.len() >= EVENT_BATCH
+                }
+                Some(Err(crate::events::Missed(n))) => {
+                    master.events.missed(n);
+                    tracing::warn!("the syndic's event forwarder missed {n} events");
+                    false
+                }
+                None => return std::future::pending().await,
+            },
+            _ = tick.tick() => true,
+        };
+        if !flush || batch.is_empty() {
+            continue;
+        }
+        let events = std::mem::take(&mut batch);
+        let client = up.borrow().clone();
+        let Some(mut c) = client else {
+            tracing::debug!(
+                n = events.len(),
+                "no top master linked: events not forwarded"
+            );
+            continue;
+        };
+        let n = events.len();
+        let sent = tokio::time::timeout(
+            Duration::from_secs(5),
+            c.syndic_events(pb::SyndicEventsRequest { events }),
+        )
+        .await;
+        match sent {
+            Ok(Ok(_)) => {}
+            Ok(Err(s)) => {
+                tracing::warn!(n, "events not forwarded to the top master: {}", s.message())
+            }
+            Err(_) => tracing::warn!(n, "events not forwarded to the top master: timed out"),
         }
     }
 }
@@ -110,9 +211,10 @@ fn identity(master: &Master) -> anyhow::Result<CertKey> {
         .with_context(|| format!("cannot load the syndic key {}", key_path.display()))
 }
 
-/// The pinned top master CA, else trust on first use (with `syndic_finger` when set).
-fn server_trust(master: &Master) -> ServerTrust {
-    let pinned = master.cfg.pki_dir.join(PINNED_CA_FILE);
+/// The pinned CA of top master `host`:`port`, else trust on first use (with
+/// `syndic_finger` when set).
+fn server_trust(master: &Master, host: &str, port: u16) -> ServerTrust {
+    let pinned = master.cfg.pki_dir.join(pinned_ca_file(host, port));
     match pki::load_certs(&pinned) {
         Ok(cas) if !cas.is_empty() => ServerTrust::Ca(cas),
         _ => ServerTrust::FirstUse {
@@ -122,8 +224,8 @@ fn server_trust(master: &Master) -> ServerTrust {
     }
 }
 
-/// Pins the CA the top master presented at the first successful contact.
-fn pin(master: &Master, trust: &Mutex<ServerTrust>) -> anyhow::Result<()> {
+/// Pins the CA top master `host`:`port` presented at the first successful contact.
+fn pin(master: &Master, host: &str, port: u16, trust: &Mutex<ServerTrust>) -> anyhow::Result<()> {
     let mut t = trust.lock().unwrap_or_else(|e| e.into_inner());
     let ServerTrust::FirstUse { pinned, .. } = &*t else {
         return Ok(());
@@ -131,24 +233,26 @@ fn pin(master: &Master, trust: &Mutex<ServerTrust>) -> anyhow::Result<()> {
     let Some(ca) = pinned.lock().ok().and_then(|p| p.clone()) else {
         return Ok(());
     };
-    let path = master.cfg.pki_dir.join(PINNED_CA_FILE);
+    let path = master.cfg.pki_dir.join(pinned_ca_file(host, port));
     pki::write_public(&path, &pki::cert_to_pem(&ca))?;
     tracing::info!("pinned the top master's CA in {}", path.display());
     *t = ServerTrust::Ca(vec![ca]);
     Ok(())
 }
 
-/// One connection to `top`: subscribes, then republishes each job it is sent.
+/// One connection to top master `top`:`port`: subscribes, then republishes each job it is
+/// sent.
 async fn session(
     master: &Arc<Master>,
     top: &str,
+    port: u16,
     identity: &CertKey,
     trust: &Mutex<ServerTrust>,
     up: &Arc<watch::Sender<Option<Client>>>,
 ) -> anyhow::Result<()> {
     let opts = ConnectOptions {
         host: top.to_owned(),
-        port: master.cfg.syndic.port,
+        port,
         transport: saltq_transport::client::TransportKind::Quic,
         identity: identity.clone(),
         trust: trust.lock().unwrap_or_else(|e| e.into_inner()).clone(),
@@ -169,7 +273,7 @@ async fn session(
         .await
         .map_err(|s| ch.failure(&s))?
         .into_inner();
-    pin(master, trust)?;
+    pin(master, top, port, trust)?;
     up.send_replace(Some(client));
     while let Some(msg) = stream.message().await.map_err(|s| ch.failure(&s))? {
         match msg.kind {
@@ -202,15 +306,15 @@ pub fn publish_request(load: pb::JobLoad) -> pb::PublishRequest {
     }
 }
 
-/// How long the syndic forwards a job's returns: the top's timeout, the find_job wait and a
-/// margin, as Salt's syndic keeps forwarding what comes after the top's caller gave up.
-pub fn forward_window(top_timeout: f64, gather: Duration) -> Duration {
-    let t = if top_timeout.is_finite() && top_timeout > 0.0 {
-        top_timeout.min(86400.0)
+/// How long this master waits for its minions before asking them `saltutil.find_job`: the
+/// top's timeout (Salt's `to`), bounded, 5 s when unset. Following the job as the salt
+/// command does keeps its returns going up for as long as a minion still runs it.
+pub fn follow_timeout(top_timeout: f64) -> Duration {
+    if top_timeout.is_finite() && top_timeout > 0.0 {
+        Duration::from_secs_f64(top_timeout.min(86400.0))
     } else {
-        5.0
-    };
-    Duration::from_secs_f64(t) + gather + Duration::from_secs(30)
+        Duration::from_secs(5)
+    }
 }
 
 /// Republishes a job from above to this master's minions and forwards what it learns up.
@@ -243,8 +347,9 @@ async fn republish(master: Arc<Master>, job: pb::SyndicJob, up: watch::Receiver<
         published.resp.missing.clone(),
     );
     send_up(&up, Up::Expect(req), &jid).await;
-    let window = forward_window(job.timeout, master.cfg.gather_job_timeout);
-    let mut follower = Follower::plain(master.clone(), published, window);
+    let timeout = follow_timeout(job.timeout);
+    let gather = master.cfg.gather_job_timeout;
+    let mut follower = Follower::new(master.clone(), published, &user, timeout, gather);
     while let Some(first) = follower.next().await {
         let mut batch = vec![first];
         while batch.len() < RETURN_BATCH {
@@ -334,11 +439,10 @@ mod tests {
     }
 
     #[test]
-    fn forward_window_is_bounded_and_has_a_default() {
-        let g = Duration::from_secs(10);
-        assert_eq!(forward_window(5.0, g), Duration::from_secs(45));
-        assert_eq!(forward_window(0.0, g), Duration::from_secs(45));
-        assert_eq!(forward_window(f64::NAN, g), Duration::from_secs(45));
-        assert_eq!(forward_window(1e12, g), Duration::from_secs(86400 + 40));
+    fn follow_timeout_is_bounded_and_has_a_default() {
+        assert_eq!(follow_timeout(7.0), Duration::from_secs(7));
+        assert_eq!(follow_timeout(0.0), Duration::from_secs(5));
+        assert_eq!(follow_timeout(f64::NAN), Duration::from_secs(5));
+        assert_eq!(follow_timeout(1e12), Duration::from_secs(86400));
     }
 }

@@ -85,6 +85,9 @@ impl SyndicConfig {
                 format!("{bad:?} is not a host name or address"),
             ));
         }
+        for m in &masters {
+            host_port(m, 4506).map_err(|e| ("syndic_master", e))?;
+        }
         Ok(SyndicConfig {
             order_masters: raw.order_masters.unwrap_or(false),
             masters,
@@ -106,6 +109,30 @@ impl SyndicConfig {
             m.rotate_left(k);
         }
         m
+    }
+}
+
+/// A top master's address as `syndic_master` names it: `HOST`, `HOST:PORT` (as Salt's
+/// `parse_host_port` reads its masters), `[IPV6]:PORT` or a bare IPv6 address; `port` when
+/// none is named.
+pub fn host_port(s: &str, port: u16) -> Result<(String, u16), String> {
+    let parse = |p: &str| match p.parse::<u16>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("{s:?}: port {p:?} is not a number from 1 to 65535")),
+    };
+    if let Some(rest) = s.strip_prefix('[') {
+        let (h, after) = rest
+            .split_once(']')
+            .ok_or_else(|| format!("{s:?}: no closing bracket"))?;
+        return match after.strip_prefix(':') {
+            Some(p) => Ok((h.to_owned(), parse(p)?)),
+            None if after.is_empty() => Ok((h.to_owned(), port)),
+            None => Err(format!("{s:?}: expected :PORT after the bracket")),
+        };
+    }
+    match s.split_once(':') {
+        Some((h, p)) if !p.contains(':') => Ok((h.to_owned(), parse(p)?)),
+        _ => Ok((s.to_owned(), port)),
     }
 }
 
@@ -231,6 +258,59 @@ impl Syndics {
     }
 }
 
+/// Salt's `MINION_EVENT_BLACKLIST`: tags a master never fires on behalf of what is below it
+/// (a syndic's `salt/job/<jid>/new` is read for its minions, never fired at the top).
+const EVENT_BLACKLIST: &[&str] = &[
+    "salt/job/*/publish",
+    "salt/job/*/new",
+    "salt/job/*/return",
+    "salt/key",
+    "salt/cloud/*",
+    "salt/run/*",
+    "salt/cluster/*",
+    "salt/wheel/*/new",
+    "salt/wheel/*/return",
+];
+
+/// Whether a top master fires an event a syndic forwarded (Salt's `valid_minion_tag`).
+pub fn fired_from_below(tag: &str) -> bool {
+    !EVENT_BLACKLIST
+        .iter()
+        .any(|b| saltq_semantics::python::fnmatch(tag, b))
+}
+
+/// Salt's `salt.utils.jid.is_jid`: 20 digits, optionally followed by `_` and a suffix.
+pub fn is_jid(s: &str) -> bool {
+    let b = s.as_bytes();
+    let digits = b.len() >= 20 && b[..20].iter().all(u8::is_ascii_digit);
+    digits && (b.len() == 20 || (b.len() > 21 && b[20] == b'_'))
+}
+
+/// Whether a syndic forwards an event of its master's bus up, as Salt's syndic (`sync`
+/// mode) does: every event without a `retcode` (returns go up as returns), except the
+/// job's bare-jid minion list (it goes up as [`pb::SyndicExpectRequest`]) and what the top
+/// would not fire anyway.
+pub fn forwards_up(tag: &str, data: &serde_json::Map<String, serde_json::Value>) -> bool {
+    !data.contains_key("retcode") && !is_jid(tag) && fired_from_below(tag)
+}
+
+/// The tags a top master fires for event `tag` of syndic `id`: under `syndic/<id>/` always,
+/// and as is (Salt's "old dup event") when a minion of that name could fire it here, so a
+/// syndic never speaks for this master (`salt/job/...`, `salt/auth`) nor for its minions.
+pub fn tags_at_top(id: &str, tag: &str) -> Vec<String> {
+    let mut tags = vec![format!("syndic/{id}/{tag}")];
+    let segs: Vec<&str> = tag.split('/').collect();
+    // A minion below the syndic speaks about itself under salt/minion/<its id>/.
+    let speaker = match segs.as_slice() {
+        ["salt", "minion" | "beacon", who, ..] => who,
+        _ => id,
+    };
+    if crate::tags::check_minion_tag(speaker, tag).is_ok() {
+        tags.push(tag.to_owned());
+    }
+    tags
+}
+
 /// Where a top master records the ids that subscribed as syndics (Salt's `syndic_dir`).
 pub fn syndic_dir(cachedir: &std::path::Path) -> std::path::PathBuf {
     cachedir.join("syndics")
@@ -264,6 +344,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn raw(yaml: &str) -> RawConfig {
         serde_yaml_ng::from_str(yaml).unwrap()
@@ -287,6 +368,21 @@ mod tests {
         let e = SyndicConfig::from_raw(&raw("syndic_wait: -1")).unwrap_err();
         assert_eq!(e.0, "syndic_wait");
         let e = SyndicConfig::from_raw(&raw("syndic_master: 'a/b'")).unwrap_err();
+        assert_eq!(e.0, "syndic_master");
+    }
+
+    #[test]
+    fn top_master_addresses() {
+        assert_eq!(host_port("top", 4506), Ok(("top".into(), 4506)));
+        assert_eq!(host_port("top:4606", 4506), Ok(("top".into(), 4606)));
+        assert_eq!(host_port("[::1]:4606", 4506), Ok(("::1".into(), 4606)));
+        assert_eq!(host_port("::1", 4506), Ok(("::1".into(), 4506)));
+        assert!(
+            host_port("top:http", 4506)
+                .unwrap_err()
+                .contains("\"http\"")
+        );
+        let e = SyndicConfig::from_raw(&raw("syndic_master: ['a:0']")).unwrap_err();
         assert_eq!(e.0, "syndic_master");
     }
 
@@ -349,6 +445,46 @@ mod tests {
         drop_syndics(&dir, &mut expected);
         assert_eq!(expected, vec!["m1"]);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn which_events_go_up_and_how_the_top_fires_them() {
+        let m = |v: serde_json::Value| v.as_object().unwrap().clone();
+        let jid = "20261207120000123456";
+        assert!(is_jid(jid) && is_jid("20261207120000123456_1") && !is_jid("2026120712"));
+        assert!(!is_jid("20261207120000123456x") && !is_jid("salt/job"));
+        // A return carries a retcode: it goes up as a return, not as an event.
+        let ret = m(json!({"id": "a1", "retcode": 0, "return": true}));
+        assert!(!forwards_up(&format!("salt/job/{jid}/ret/a1"), &ret));
+        // The bare-jid minion list goes up as SyndicExpect; the new-job event is Salt-blacklisted.
+        assert!(!forwards_up(jid, &m(json!({"minions": ["a1"]}))));
+        assert!(!forwards_up(
+            &format!("salt/job/{jid}/new"),
+            &m(json!({"minions": []}))
+        ));
+        assert!(!forwards_up("salt/key", &m(json!({"act": "accept"}))));
+        for tag in [
+            "salt/minion/a1/start",
+            "salt/auth",
+            "custom/app/deploy",
+            "syndic/x/y",
+        ] {
+            assert!(forwards_up(tag, &m(json!({"data": 1}))), "{tag}");
+        }
+        assert_eq!(
+            tags_at_top("syn1", "salt/minion/a1/start"),
+            vec!["syndic/syn1/salt/minion/a1/start", "salt/minion/a1/start"]
+        );
+        assert_eq!(
+            tags_at_top("syn1", "custom/app"),
+            vec!["syndic/syn1/custom/app", "custom/app"]
+        );
+        // Never as the top master's own.
+        assert_eq!(
+            tags_at_top("syn1", "salt/auth"),
+            vec!["syndic/syn1/salt/auth"]
+        );
+        assert!(!fired_from_below("salt/job/1/new") && fired_from_below("salt/auth"));
     }
 
     #[test]

@@ -118,8 +118,9 @@ impl SyndicService for SyndicApi {
             )));
         }
         // Salt's shapes: the lower master fires `{"minions": [...]}` under the bare jid; its
-        // syndic forwards it, and the top fires it as is and under `syndic/<id>/`.
-        let data = json!({"minions": body.minions, "missing": body.missing, "syndic_id": id});
+        // syndic forwards it, and the top fires it as is and under `syndic/<id>/` (what the
+        // top's `get_iter_returns` listens to).
+        let data = json!({"minions": body.minions});
         self.master.events.fire(body.jid.clone(), data.clone());
         self.master
             .events
@@ -167,10 +168,15 @@ impl SyndicService for SyndicApi {
                     "an event forwarded by syndic {id} has an empty tag"
                 )));
             }
+            // Salt's `_minion_event` with a `pretag`: blacklisted tags are dropped, the rest
+            // fired under `syndic/<id>/` and, where the syndic may speak so, as is.
+            if !crate::syndic::fired_from_below(&e.tag) {
+                continue;
+            }
             let data = Value::Object(value::opt_struct(e.data.as_ref()));
-            self.master
-                .events
-                .fire(format!("syndic/{id}/{}", e.tag), data);
+            for tag in crate::syndic::tags_at_top(&id, &e.tag) {
+                self.master.events.fire(tag, data.clone());
+            }
         }
         Ok(Response::new(pb::SyndicEventsResponse {}))
     }

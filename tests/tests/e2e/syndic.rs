@@ -2,7 +2,7 @@
 //! linked to it with `syndic_master`, three minions under each; every process a real
 //! saltq binary on loopback, every link mutual-TLS QUIC.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use saltq_tests::{Master, Minion, eventually};
 use serde_json::{Value, json};
@@ -21,10 +21,11 @@ fn lower(top: &Master, id: &str) -> Master {
     ))
 }
 
-/// `top` (syndic_wait as given) → syn1 (a1 web, a2 web, a3 db), syn2 (b1 web, b2 db, b3 db).
-fn estate(syndic_wait: &str) -> Estate {
+/// `top` (syndic_wait as given, `top_extra` config) → syn1 (a1 web, a2 web, a3 db), syn2 (b1
+/// web, b2 db, b3 db).
+fn estate(syndic_wait: &str, top_extra: &str) -> Estate {
     let top = Master::start(&format!(
-        "id: top\norder_masters: true\nsyndic_wait: {syndic_wait}\nauto_accept: true\n"
+        "id: top\norder_masters: true\nsyndic_wait: {syndic_wait}\nauto_accept: true\n{top_extra}"
     ));
     let syndics = vec![lower(&top, "syn1"), lower(&top, "syn2")];
     let mut minions = Vec::new();
@@ -70,6 +71,11 @@ fn ids(v: &Value) -> Vec<String> {
     k
 }
 
+/// The CLI's JSON output, or null when it printed none (no minion answered yet).
+fn lenient(o: &saltq_tests::Out) -> Value {
+    serde_json::from_str(&o.stdout).unwrap_or(Value::Null)
+}
+
 fn jid_of(o: &saltq_tests::Out) -> String {
     // `--async` prints "Executed command with job ID: <jid>".
     o.stdout.trim().rsplit(' ').next().unwrap().to_owned()
@@ -77,7 +83,7 @@ fn jid_of(o: &saltq_tests::Out) -> String {
 
 #[test]
 fn a_top_master_targets_across_two_syndics_and_stores_at_both_levels() {
-    let e = estate("1");
+    let e = estate("1", "");
     let o = e
         .top
         .saltq(&["*", "test.ping", "--out", "json", "--static"]);
@@ -128,6 +134,26 @@ fn a_top_master_targets_across_two_syndics_and_stores_at_both_levels() {
         assert!(text.contains(&format!("syndic/{s}/{jid}")), "{text}");
         assert!(text.contains(mins), "{text}");
     }
+    // The syndics' bus events go up (Salt's syndic in its default `sync` mode): a lower
+    // minion's event is fired at the top under `syndic/<id>/` and as is.
+    let watch = e.top.watch_events("*e2e/syndic/probe", 2);
+    let o = e.top.saltq(&[
+        "-L",
+        "a2",
+        "event.send",
+        "e2e/syndic/probe",
+        "--out",
+        "json",
+    ]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let out = watch.wait_with_output().expect("events");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("syndic/syn1/e2e/syndic/probe"), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("e2e/syndic/probe")),
+        "{text}"
+    );
+
     // Returns are stored at the top and at each syndic's master.
     let o = eventually(
         "all returns stored at the top",
@@ -148,25 +174,49 @@ fn a_top_master_targets_across_two_syndics_and_stores_at_both_levels() {
 }
 
 #[test]
-fn syndic_wait_and_a_syndic_killed_mid_job() {
-    let mut e = estate("3");
-    // Every minion answers at once, yet the top's CLI waits syndic_wait for more syndics.
-    let t0 = Instant::now();
+fn syndic_wait_and_find_job_keep_the_top_cli_for_the_minions_below() {
+    // The top has a minion of its own, which answers first: without syndic_wait the CLI
+    // would stop once it returned, before the syndics said which minions they published to.
+    let e = estate("3", "");
+    let _t1 = e.top.minion("t1", "");
+    e.top.wait_for("t1");
     let o = e
         .top
         .saltq(&["*", "test.ping", "--out", "json", "--static", "-t", "20"]);
-    assert_eq!(ids(&o.json()).len(), 6, "{o:?}");
-    let took = t0.elapsed();
-    assert!(
-        took >= Duration::from_secs(3),
-        "returned after {took:?}, before syndic_wait"
+    assert_eq!(
+        ids(&o.json()),
+        vec!["a1", "a2", "a3", "b1", "b2", "b3", "t1"],
+        "{o:?}"
     );
-    assert!(
-        took < Duration::from_secs(15),
-        "waited the timeout instead: {took:?}"
+    // A job longer than the timeout: at the timeout the top asks saltutil.find_job through
+    // the syndics, hears the minions below still run it, and keeps waiting for them.
+    let o = e.top.saltq(&[
+        "*",
+        "test.sleep",
+        "6",
+        "--out",
+        "json",
+        "--static",
+        "-t",
+        "2",
+    ]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let all = ["a1", "a2", "a3", "b1", "b2", "b3", "t1"];
+    assert_eq!(
+        o.json(),
+        json!(
+            all.iter()
+                .map(|m| (m.to_string(), json!(true)))
+                .collect::<serde_json::Map<_, _>>()
+        )
     );
+}
 
-    // syn2 dies while its minions run the job: they are reported as Salt's top reports them.
+#[test]
+fn a_syndic_killed_mid_job_leaves_its_minions_without_response() {
+    let mut e = estate("2", "gather_job_timeout: 3\n");
+    // syn2 dies while its minions run the job: they are reported as Salt's top reports them
+    // (no data of them at the top, so `[No response]`, not `[Not connected]`).
     let (top, syndics) = (&e.top, &mut e.syndics);
     let o = std::thread::scope(|sc| {
         let cli = sc.spawn(|| top.saltq(&["*", "test.sleep", "3", "-t", "6"]));
@@ -185,6 +235,95 @@ fn syndic_wait_and_a_syndic_killed_mid_job() {
         );
     }
     assert_ne!(o.code, 0, "{o:?}");
+}
+
+#[test]
+fn syndic_failover_moves_to_the_next_top_master() {
+    let tops: Vec<Master> = ["top-a", "top-b"]
+        .iter()
+        .map(|id| {
+            Master::start(&format!(
+                "id: {id}\norder_masters: true\nsyndic_wait: 1\nauto_accept: true\n"
+            ))
+        })
+        .collect();
+    let mut tops = tops.into_iter();
+    let (mut a, b) = (tops.next().unwrap(), tops.next().unwrap());
+    // Two independent top masters (each its own CA, pinned apart), tried in the order listed.
+    let syn = Master::start(&format!(
+        "id: synf\nauto_accept: true\nsyndic_failover: ordered\n\
+         syndic_master: ['127.0.0.1:{}', '127.0.0.1:{}']\n",
+        a.port, b.port
+    ));
+    let _m = syn.minion("f1", "");
+    syn.wait_for("f1");
+    let ping = |top: &Master| {
+        let o = top.saltq(&["*", "test.ping", "--out", "json", "--static", "-t", "3"]);
+        (lenient(&o) == json!({"f1": true})).then_some(())
+    };
+    eventually("the first top reaches f1", Duration::from_secs(40), || {
+        ping(&a)
+    });
+    a.kill();
+    eventually(
+        "the second top reaches f1 once the first is gone",
+        Duration::from_secs(60),
+        || ping(&b),
+    );
+    let pinned: Vec<String> = std::fs::read_dir(syn.pki_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("syndic_master_ca-"))
+        .collect();
+    assert_eq!(pinned.len(), 2, "one pinned CA per top master: {pinned:?}");
+}
+
+#[test]
+fn a_lower_master_that_is_a_cluster_serves_a_top_master() {
+    let Some((nats, pg)) = crate::cluster::servers() else {
+        return;
+    };
+    let top = Master::start("id: top\norder_masters: true\nsyndic_wait: 2\nauto_accept: true\n");
+    let c = crate::cluster::Cluster::start(
+        2,
+        &nats,
+        &pg,
+        &format!(
+            "syndic_master: 127.0.0.1\nsyndic_master_port: {}\n",
+            top.port
+        ),
+    );
+    // One minion on each replica: the replica holding the link republishes through the
+    // cluster's delivery and forwards the returns the other replica stores.
+    let _c1 = c.replicas[0].minion("c1", "");
+    let _c2 = c.replicas[1].minion("c2", "");
+    c.replicas[0].wait_for("c1");
+    c.replicas[1].wait_for("c2");
+    let o = eventually(
+        "the top reaches both minions of the cluster",
+        Duration::from_secs(60),
+        || {
+            let o = top.saltq(&["*", "test.ping", "--out", "json", "--static", "-t", "5"]);
+            (ids(&lenient(&o)) == ["c1", "c2"]).then_some(o)
+        },
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    let o = top.saltq(&["*", "test.echo", "up", "--async"]);
+    let jid = jid_of(&o);
+    eventually(
+        "both returns stored at the top",
+        Duration::from_secs(20),
+        || {
+            let o = top.saltq(&["run", "jobs.lookup_jid", &jid, "--out", "json"]);
+            (lenient(&o) == json!({"c1": "up", "c2": "up"})).then_some(())
+        },
+    );
+    // And in the cluster's shared job cache, read through either replica.
+    for r in &c.replicas {
+        let o = r.saltq(&["run", "jobs.lookup_jid", &jid, "--out", "json"]);
+        assert_eq!(o.json(), json!({"c1": "up", "c2": "up"}), "{o:?}");
+    }
 }
 
 #[test]
