@@ -6,6 +6,7 @@ mod cluster;
 mod fleet;
 mod flood;
 mod host;
+mod mine_schedule;
 mod procs;
 mod report;
 mod restart;
@@ -15,6 +16,7 @@ mod scenarios;
 mod soak;
 mod states;
 mod stats;
+mod syndic;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -48,6 +48,12 @@ pub enum Scenario {
     /// beside Salt's salt-api, then saltq's HTTP/2 port under it while a swarm of SIZE answers
     /// over QUIC.
     Flood,
+    /// A swarm of SIZE idle, then with the mine every 60 s and a splayed 60 s `test.ping`
+    /// schedule: master CPU and memory in steady state, and how the fires spread.
+    MineSchedule,
+    /// A top master and 2 syndics with a swarm of SIZE each, `'*' test.ping`, beside one
+    /// master with a swarm of 2 × SIZE.
+    Syndic,
 }
 
 impl Scenario {
@@ -66,6 +72,8 @@ impl Scenario {
             Scenario::Restart => "restart",
             Scenario::Soak => "soak",
             Scenario::Flood => "flood",
+            Scenario::MineSchedule => "mine-schedule",
+            Scenario::Syndic => "syndic",
         }
     }
 
@@ -83,6 +91,8 @@ impl Scenario {
             Scenario::Restart => 12,
             Scenario::Soak => 100,
             Scenario::Flood => 100,
+            Scenario::MineSchedule => 10_000,
+            Scenario::Syndic => 5000,
         }
     }
 }
@@ -104,6 +114,8 @@ pub const ALL: &[(Scenario, usize)] = &[
     (Scenario::Restart, 10_000),
     (Scenario::Soak, 100),
     (Scenario::Flood, 100),
+    (Scenario::MineSchedule, 10_000),
+    (Scenario::Syndic, 5000),
 ];
 
 /// What every scenario shares.
@@ -170,6 +182,8 @@ impl Ctx {
             Scenario::Restart => self.restart(size).await,
             Scenario::Soak => self.soak(size).await,
             Scenario::Flood => self.flood(size).await,
+            Scenario::MineSchedule => self.mine_schedule(size).await,
+            Scenario::Syndic => self.syndic(size).await,
         };
         match (&result, self.scratch.take()) {
             (Ok(()), Some(d)) if std::env::var_os("SALTQ_BENCH_KEEP").is_none() => {
