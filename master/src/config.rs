@@ -120,6 +120,9 @@ pub struct RawConfig {
     pub gpg_keydir: Option<PathBuf>,
     /// Fire `salt/presence/*` events (Salt's `presence_events`).
     pub presence_events: Option<bool>,
+    /// Which mine functions each minion may read with `mine.get` (Salt's `mine_get`):
+    /// `{minion id regex: [function regex, ...]}`; unset, every minion reads every function.
+    pub mine_get: Option<std::collections::BTreeMap<String, Vec<String>>>,
     /// Default seconds before find_job is asked (Salt's `timeout`, default 5).
     pub timeout: Option<f64>,
     /// Default seconds to wait for find_job answers (Salt's `gather_job_timeout`, default 10).
@@ -307,6 +310,8 @@ pub struct MasterConfig {
     pub ext_pillar: crate::ext_pillar::ExtPillarConfig,
     /// Presence events on.
     pub presence_events: bool,
+    /// The master-side `mine.get` ACL (`mine_get`), its regexes checked at start.
+    pub mine_get: Option<crate::mine::MineGetAcl>,
     /// Default timeout.
     pub timeout: Duration,
     /// Default gather_job_timeout.
@@ -518,6 +523,11 @@ impl MasterConfig {
                 .and_then(|mut m| m.remove("base"))
                 .unwrap_or_default(),
             presence_events: raw.presence_events.unwrap_or(false),
+            mine_get: raw
+                .mine_get
+                .map(crate::mine::MineGetAcl::new)
+                .transpose()
+                .map_err(|m| invalid("mine_get", m))?,
             file_roots: raw
                 .file_roots
                 .as_ref()

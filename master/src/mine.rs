@@ -89,6 +89,57 @@ pub fn gather(
     out
 }
 
+/// Salt's master-side `mine_get` ACL: `{minion id regex: [function regex, ...]}`. A minion
+/// (or the master, under its id) may read the functions that some regex of the lists whose
+/// key `re.match`es its id `re.match`es; nothing else.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MineGetAcl(BTreeMap<String, Vec<String>>);
+
+impl MineGetAcl {
+    /// Checks every regex compiles (Salt would fail each `mine.get` on a bad one instead);
+    /// the error names the regex.
+    pub fn new(rules: BTreeMap<String, Vec<String>>) -> Result<MineGetAcl, String> {
+        for (id_re, funs) in &rules {
+            for re in std::iter::once(id_re).chain(funs) {
+                saltq_semantics::python::re_match(re, "")
+                    .map_err(|e| format!("{re:?} is not a regular expression: {e}"))?;
+            }
+        }
+        Ok(MineGetAcl(rules))
+    }
+
+    /// The requested functions `requester` may read, in the order asked.
+    pub fn allowed(&self, requester: &str, functions: &[String]) -> Vec<String> {
+        let re = |p: &str, s: &str| saltq_semantics::python::re_match(p, s).unwrap_or(false);
+        let perms: Vec<&String> = self
+            .0
+            .iter()
+            .filter(|(id_re, _)| re(id_re, requester))
+            .flat_map(|(_, funs)| funs)
+            .collect();
+        functions
+            .iter()
+            .filter(|f| perms.iter().any(|p| re(p, f)))
+            .cloned()
+            .collect()
+    }
+
+    /// `fun` narrowed to what `requester` may read, shaped so the answer is keyed as the
+    /// request asked (several functions asked keep the by-function form even when one is
+    /// left); `None` when nothing is left (Salt answers `{}`).
+    pub fn narrow(&self, requester: &str, fun: &Value) -> Option<Value> {
+        let (functions, by_function) = requested_functions(fun)?;
+        let allowed = self.allowed(requester, &functions);
+        match (allowed.as_slice(), by_function) {
+            ([], _) => None,
+            ([one], false) => Some(Value::String(one.clone())),
+            (_, _) => Some(Value::Array(
+                allowed.into_iter().map(Value::String).collect(),
+            )),
+        }
+    }
+}
+
 /// The accepted minions `target` matches on the master's cached facts; `greedy` includes
 /// those with no cached facts (Salt's `check_minions` default, used for `allow_tgt`).
 pub fn matching(master: &Master, target: &Target, greedy: bool) -> Vec<String> {
@@ -125,6 +176,20 @@ pub async fn get(
     tgt_type: &str,
     fun: &Value,
 ) -> Result<Value, String> {
+    let narrowed;
+    let fun = match &master.cfg.mine_get {
+        None => fun,
+        Some(acl) => match acl.narrow(requester, fun) {
+            Some(f) => {
+                narrowed = f;
+                &narrowed
+            }
+            None => {
+                tracing::debug!(%requester, %fun, "mine.get refused by the master's mine_get");
+                return Ok(Value::Object(Map::new()));
+            }
+        },
+    };
     let target = compile(master, tgt, mine_target_type(tgt_type)?)?;
     let matched = matching(master, &target, false);
     if matched.is_empty() {
@@ -349,6 +414,75 @@ mod tests {
         });
         // web1's is cached; web2's names nobody so it is asked again, as Salt does.
         assert_eq!(calls, 2);
+    }
+
+    fn mine_get_acl() -> MineGetAcl {
+        let rules: BTreeMap<String, Vec<String>> = serde_json::from_value(json!({
+            "web.*": ["network\\.", "ip_alias"],
+            "lb1": ["secret$"],
+        }))
+        .unwrap();
+        MineGetAcl::new(rules).unwrap()
+    }
+
+    #[test]
+    fn master_mine_get_acl_matches_ids_and_functions_as_re_match() {
+        let acl = mine_get_acl();
+        let funs = ids(&["network.ip_addrs", "ip_alias", "secret", "x.network.y"]);
+        // re.match is anchored at the start only: `web.*` names web1 and webby, not aweb.
+        assert_eq!(
+            acl.allowed("web1", &funs),
+            ids(&["network.ip_addrs", "ip_alias"])
+        );
+        assert!(acl.allowed("aweb", &funs).is_empty());
+        // lb1 matches `lb1` (and nothing else); `secret$` keeps only the exact name.
+        assert_eq!(acl.allowed("lb1", &funs), ids(&["secret"]));
+        assert_eq!(
+            acl.allowed("lb10", &ids(&["secrets"])),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn master_mine_get_acl_keeps_the_answer_shape_asked_for() {
+        let rules = mine_get_acl();
+        assert_eq!(
+            rules.narrow("web1", &json!("ip_alias")),
+            Some(json!("ip_alias"))
+        );
+        // Two asked, one allowed: still keyed by function, as Salt keeps `_ret_dict`.
+        assert_eq!(
+            rules.narrow("web1", &json!("ip_alias,secret")),
+            Some(json!(["ip_alias"]))
+        );
+        assert_eq!(
+            rules.narrow("web1", &json!(["ip_alias"])),
+            Some(json!(["ip_alias"]))
+        );
+        assert_eq!(rules.narrow("web1", &json!("secret")), None);
+        assert_eq!(rules.narrow("db1", &json!("ip_alias")), None);
+        assert_eq!(rules.narrow("web1", &json!(3)), None);
+        // The narrowed request is answered as any: web1 reads network.ip_addrs only.
+        let fun = rules
+            .narrow("web1", &json!("network.ip_addrs,secret"))
+            .unwrap();
+        let got = gather("web1", &fun, &ids(&["web1", "web2"]), &mine(), acl);
+        assert_eq!(
+            Value::Object(got),
+            json!({"network.ip_addrs": {"web1": ["10.0.0.1"], "web2": ["10.0.0.2"]}})
+        );
+    }
+
+    #[test]
+    fn master_mine_get_acl_refuses_a_bad_regex_by_name() {
+        let rules: BTreeMap<String, Vec<String>> =
+            serde_json::from_value(json!({"web(": ["network.*"]})).unwrap();
+        let err = MineGetAcl::new(rules).unwrap_err();
+        assert!(err.contains("\"web(\""), "{err}");
+        let rules: BTreeMap<String, Vec<String>> =
+            serde_json::from_value(json!({"web.*": ["[network"]})).unwrap();
+        let err = MineGetAcl::new(rules).unwrap_err();
+        assert!(err.contains("[network"), "{err}");
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! The minion's way to the master's Salt Mine ([`saltq_exec::MineClient`] over
-//! `MinionService`'s mine calls), and the `mine.update` Salt's minion runs once at start
-//! (its `__mine_interval` schedule entry has `run_on_start`).
+//! `MinionService`'s mine calls). The `mine.update` Salt's minion runs at start is the
+//! `__mine_interval` schedule entry's `run_on_start` (so `mine_return_job` applies to it);
+//! it waits for the master's first welcome, as Salt's minion only starts its schedule once
+//! connected, and is the only send at start.
 
 use std::sync::Arc;
 
-use saltq_exec::{CallContext, MasterFuture, MineClient};
+use saltq_exec::{MasterFuture, MineClient};
 use saltq_proto::v1::{self as pb, minion_service_client::MinionServiceClient};
 use saltq_transport::Channel;
 use saltq_transport::value;
@@ -19,6 +21,8 @@ pub struct MasterMine {
     pub chan: watch::Receiver<Option<Channel>>,
     /// The minion's config (message limits).
     pub cfg: Arc<MinionConfig>,
+    /// Turns true when the master has first welcomed the minion (pillar in place).
+    pub welcomed: watch::Receiver<bool>,
 }
 
 type Client = MinionServiceClient<Channel>;
@@ -84,6 +88,17 @@ impl MineClient for MasterMine {
         })
     }
 
+    fn ready(&self) -> MasterFuture<()> {
+        let mut welcomed = self.welcomed.clone();
+        Box::pin(async move {
+            welcomed
+                .wait_for(|w| *w)
+                .await
+                .map(drop)
+                .map_err(|_| "the minion is stopping".to_owned())
+        })
+    }
+
     fn flush(&self) -> MasterFuture<()> {
         let client = self.client();
         Box::pin(async move {
@@ -94,25 +109,4 @@ impl MineClient for MasterMine {
             Ok(())
         })
     }
-}
-
-/// Whether the minion sends its mine (`mine_enabled`, default true).
-pub fn enabled(ctx: &CallContext) -> bool {
-    ctx.opt("mine_enabled")
-        .is_none_or(saltq_semantics::python::truthy)
-}
-
-/// Runs `mine.update` once in the background (at the first connection after start, with
-/// the pillar the master just sent, so `mine_functions` from pillar count too).
-pub fn update_at_start(ctx: &CallContext) {
-    if !enabled(ctx) {
-        return;
-    }
-    let ctx = ctx.for_job();
-    tokio::spawn(async move {
-        match saltq_exec::call_direct(&ctx, "mine.update", Vec::new(), Map::new()).await {
-            Ok(v) => tracing::debug!(ret = %v, "mine updated at start"),
-            Err(e) => tracing::warn!(error = ?e, "mine.update at start failed"),
-        }
-    });
 }

@@ -268,6 +268,13 @@ async fn run_function(
 }
 
 async fn update(call: Call) -> Result<Value, ExecError> {
+    // The first run (the schedule's `run_on_start`) waits for the master's welcome: the
+    // functions then see the pillar, and the mine is sent once.
+    if let Some(mine) = &call.ctx.mine {
+        mine.ready()
+            .await
+            .map_err(|e| ExecError::execution(format!("cannot reach the master's mine: {e}")))?;
+    }
     let functions = match call.opt_arg("mine_functions").filter(|v| python::truthy(v)) {
         None => configured(&call),
         Some(v) => v.clone(),

@@ -27,3 +27,9 @@ pub use self::text::{is_space, rstrip, splitlines};
 pub use self::truth::{float_of, is_true, truthy};
 pub use self::types::type_name;
 pub use self::yamlify::{yaml11_scalar, yamlify};
+
+/// Python's `re.match(pattern, text)`: a match anchored at the start of `text` only; the
+/// error is the regex engine's message when `pattern` does not compile.
+pub fn re_match(pattern: &str, text: &str) -> Result<bool, String> {
+    crate::target::pyregex::PyRegex::new(pattern).map(|re| re.is_match(text))
+}

@@ -8,7 +8,7 @@ mod expr;
 mod ipcidr;
 mod leaf;
 mod nodegroup;
-mod pyregex;
+pub(crate) mod pyregex;
 mod subdict;
 
 use std::fmt;

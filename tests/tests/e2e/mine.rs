@@ -3,7 +3,8 @@
 //! the CLI, from a state's Jinja (an `/etc/hosts`-like file built from the mine), from the
 //! `mine.get` and `cache.mine` runners; `allow_tgt` keeps an entry from a minion it does not
 //! name; the mine is stored in the job cache (it survives a master restart) and goes with
-//! the minion's key.
+//! the minion's key. `mine_functions` from pillar, the master's `mine_get` ACL and
+//! `mine_return_job` (the start-up `mine.update` a job of its own, sent once).
 
 use std::time::Duration;
 
@@ -236,4 +237,102 @@ fn the_replicas_of_a_cluster_share_one_mine() {
             },
         );
     }
+}
+
+/// The jids of `mine.update` jobs the job cache holds for minion `id`.
+fn mine_update_jobs(master: &Master, id: &str) -> Vec<String> {
+    let jobs = run(master, &["jobs.list_jobs", "search_function=mine.update"]);
+    let mut jids: Vec<String> = jobs
+        .as_object()
+        .expect("jobs.list_jobs answers a dict")
+        .iter()
+        .filter(|(_, j)| j["Target"] == json!(id))
+        .map(|(jid, _)| jid.clone())
+        .collect();
+    jids.sort();
+    jids
+}
+
+#[test]
+fn mine_functions_from_pillar_the_masters_mine_get_acl_and_mine_return_job() {
+    let master = Master::start_with(|dir| {
+        let pillar = dir.join("pillar");
+        std::fs::create_dir_all(&pillar).unwrap();
+        std::fs::write(pillar.join("top.sls"), "base:\n  'mp-*':\n    - mine\n").unwrap();
+        // Both minions' mine_functions come from pillar only; `guarded` is for mp-a only,
+        // named by a compound allow_tgt.
+        std::fs::write(
+            pillar.join("mine.sls"),
+            "mine_functions:\n  pillar_alias:\n    - mine_function: test.echo\n    - from-pillar\n\
+             \x20 guarded:\n    - mine_function: test.echo\n    - g\n\
+             \x20   - allow_tgt: 'mp-a or G@nosuch:grain'\n    - allow_tgt_type: compound\n",
+        )
+        .unwrap();
+        // The master's mine_get: mp-a reads both, mp-b only `guarded`, the master nothing.
+        format!(
+            "auto_accept: true\npillar_roots:\n  base:\n    - {}\n\
+             mine_get:\n  'mp-a':\n    - 'pillar_.*'\n    - guarded\n  'mp-b$':\n    - guarded\n",
+            pillar.display()
+        )
+    });
+    // mp-a returns its scheduled mine.update jobs (mine_return_job); mp-b does not (Salt's
+    // default).
+    let _a = master.minion("mp-a", "mine_return_job: true\n");
+    let _b = master.minion("mp-b", "");
+    master.wait_for("mp-a");
+    master.wait_for("mp-b");
+
+    // The start-up mine.update ran with the pillar the master sent on connecting.
+    let both = json!({"mp-a": "from-pillar", "mp-b": "from-pillar"});
+    eventually(
+        "both pillar mines on the master",
+        Duration::from_secs(30),
+        || (call(&master, "mp-a", &["mine.get", "mp-*", "pillar_alias"]) == both).then_some(()),
+    );
+    // mine_get gives mp-b `guarded` only, and the master (the runner) nothing at all.
+    assert_eq!(
+        call(&master, "mp-b", &["mine.get", "mp-*", "pillar_alias"]),
+        json!({})
+    );
+    assert_eq!(
+        run(&master, &["mine.get", "mp-*", "pillar_alias"]),
+        json!({})
+    );
+    // Asked for two, mp-b may read `guarded` only, and allow_tgt gives it to mp-a alone.
+    assert_eq!(
+        call(
+            &master,
+            "mp-b",
+            &["mine.get", "mp-*", "pillar_alias,guarded"]
+        ),
+        json!({})
+    );
+    assert_eq!(
+        call(
+            &master,
+            "mp-a",
+            &["mine.get", "mp-*", "pillar_alias,guarded"]
+        ),
+        json!({"pillar_alias": {"mp-a": "from-pillar", "mp-b": "from-pillar"},
+               "guarded": {"mp-a": "g", "mp-b": "g"}})
+    );
+
+    // mine_return_job: mp-a's start-up mine.update is in the job cache, once, and it
+    // succeeded (it waited for the master instead of failing unconnected); mp-b's is not.
+    let jids = eventually("mp-a's mine.update job", Duration::from_secs(30), || {
+        let jids = mine_update_jobs(&master, "mp-a");
+        (!jids.is_empty()).then_some(jids)
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        mine_update_jobs(&master, "mp-a"),
+        jids,
+        "one mine.update at start"
+    );
+    assert_eq!(jids.len(), 1, "{jids:?}");
+    assert_eq!(
+        run(&master, &["jobs.lookup_jid", &jids[0]]),
+        json!({"mp-a": true})
+    );
+    assert!(mine_update_jobs(&master, "mp-b").is_empty());
 }
