@@ -25,6 +25,7 @@ use crate::context::CallContext;
 mod differential;
 mod diskusage;
 mod inotify;
+mod journald;
 mod load;
 mod log_beacon;
 mod manage;
@@ -71,6 +72,10 @@ pub const BEACONS: &[Kind] = &[
     Kind {
         name: "inotify",
         make: || Box::<inotify::Inotify>::default(),
+    },
+    Kind {
+        name: "journald",
+        make: || Box::<journald::Journald>::default(),
     },
     Kind {
         name: "load",
@@ -522,6 +527,7 @@ mod tests {
             [
                 "diskusage",
                 "inotify",
+                "journald",
                 "load",
                 "log",
                 "memusage",
