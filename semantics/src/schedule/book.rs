@@ -5,7 +5,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::GLOBAL_KEYS;
+use super::{GLOBAL_KEYS, Scheduler, TIME_FMT};
+use crate::python::truthy;
 
 /// The keys `schedule.list` shows of a job (Salt's `SCHEDULE_CONF`).
 pub const SCHEDULE_CONF: [&str; 28] = [
@@ -192,6 +193,91 @@ impl Book {
             out.insert(k.clone(), v);
         }
         json!({ "schedule": out })
+    }
+}
+
+/// What [`Book::manage`] did with a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Managed {
+    /// The data of the completion event Salt's scheduler fires, which `schedule.*` reads.
+    pub answer: Value,
+    /// The book changed and the request asks for it to be saved (`persist`, true unless
+    /// false).
+    pub save: bool,
+}
+
+impl Book {
+    /// Salt's `manage_schedule` (`salt/minion.py`) for the requests that read or change the
+    /// schedule alone: `list` (the caller adds `saved`), `add`, `delete`, `modify`,
+    /// `enable_job`, `disable_job`, `enable`, `disable`, `postpone_job`, `skip_job`,
+    /// `get_next_fire_time` and `job_status`, over the pillar's jobs and the scheduler's
+    /// state. `None` for what needs the driver: `save_schedule`, `reload`, `run_job`, or a
+    /// request Salt does not know.
+    pub fn manage(
+        &mut self,
+        req: &Value,
+        pillar: &Map<String, Value>,
+        sched: &Scheduler,
+    ) -> Option<Managed> {
+        let func = req["func"].as_str().unwrap_or_default();
+        let name = req["name"].as_str().unwrap_or_default();
+        let persist = req.get("persist").is_none_or(truthy);
+        let obj = |v: &Value| v.as_object().cloned().unwrap_or_default();
+        let answer = |save: bool, answer: Value| Some(Managed { answer, save });
+        match func {
+            "list" => {
+                let sched = match req["where"].as_str() {
+                    Some("pillar") => pillar.clone(),
+                    Some("opts") => self.opts.clone(),
+                    _ => self.merged(pillar),
+                };
+                return answer(false, json!({"complete": true, "schedule": sched}));
+            }
+            "add" => {
+                for (n, job) in obj(&req["schedule"]) {
+                    self.add(&n, obj(&job), pillar);
+                }
+            }
+            "delete" => _ = self.delete(name, pillar),
+            "modify" => _ = self.modify(name, obj(&req["schedule"]), pillar),
+            "enable_job" | "disable_job" => {
+                _ = self.set_job_enabled(name, func == "enable_job", pillar)
+            }
+            "enable" | "disable" => self.set_enabled(func == "enable"),
+            "postpone_job" | "skip_job" => {
+                let fmt = req["time_fmt"].as_str().unwrap_or(TIME_FMT);
+                let time = req["time"].as_str().unwrap_or_default();
+                self.push_explicit(name, "skip_explicit", time, fmt, pillar);
+                if func == "postpone_job" {
+                    let new_time = req["new_time"].as_str().unwrap_or_default();
+                    self.push_explicit(name, "run_explicit", new_time, fmt, pillar);
+                }
+                // Salt changes the job in memory and does not persist it.
+                return answer(
+                    false,
+                    json!({"complete": true, "schedule": self.merged(pillar)}),
+                );
+            }
+            "get_next_fire_time" => {
+                let t = sched
+                    .next_fire_time(name)
+                    .map(|t| t.format(TIME_FMT).to_string());
+                return answer(false, json!({"complete": true, "next_fire_time": t}));
+            }
+            "job_status" => {
+                let mut data = self.merged(pillar).get(name).map(obj).unwrap_or_default();
+                if !data.is_empty() {
+                    data.insert("name".into(), json!(name));
+                    data.extend(sched.status(name));
+                }
+                return answer(false, json!({"complete": true, "data": data}));
+            }
+            _ => return None,
+        }
+        answer(
+            persist,
+            json!({"complete": true, "schedule": self.merged(pillar)}),
+        )
     }
 }
 

@@ -7,8 +7,8 @@ use chrono::{Duration, NaiveDateTime};
 use serde_json::{Map, Value};
 
 use super::{
-    Eval, Fire, Globals, ReturnJob, Runtime, Scheduler, Step, Stop, TIME_ELEMENTS, chop, cron, err,
-    job_function, py_int, when,
+    Eval, Fire, Globals, Opts, ReturnJob, Runtime, Scheduler, Step, Stop, TIME_ELEMENTS, chop,
+    cron, err, job_function, py_int, when,
 };
 use crate::python::truthy;
 
@@ -52,17 +52,17 @@ impl Scheduler {
             .and_then(Value::as_str)
             .unwrap_or(key)
             .to_owned();
-        let splay_cfg = data.get("splay").cloned().or_else(|| g.splay.clone());
+        let splay_cfg = data.opt("splay").cloned().or_else(|| g.splay.clone());
         let rt = self.runtime(key, data);
         rt.error = None;
         rt.skip_reason = None;
         rt.skipped_time = None;
-        if rt.run_on_start.is_none() && data.get("run_on_start").is_some_and(truthy) {
+        if rt.run_on_start.is_none() && data.opt("run_on_start").is_some_and(truthy) {
             rt.run_on_start = Some(true);
         }
         let kinds = ["when", "cron", "once"]
             .iter()
-            .filter(|k| data.contains_key(**k))
+            .filter(|k| data.has(k))
             .count();
         if kinds > 1 {
             rt.error =
@@ -70,8 +70,8 @@ impl Scheduler {
             return None;
         }
         let mut run = false;
-        if data.contains_key("run_explicit") || !rt.run_after.is_empty() {
-            let mut times = explicit_times(data.get("run_explicit"));
+        if data.has("run_explicit") || !rt.run_after.is_empty() {
+            let mut times = explicit_times(data.opt("run_explicit"));
             times.extend(rt.run_after.iter().copied());
             if times.len() > 1 {
                 times.retain(|t| *t >= now - li);
@@ -84,13 +84,13 @@ impl Scheduler {
                 rt.next_fire = Some(*first);
             }
         }
-        let timing = if TIME_ELEMENTS.iter().any(|k| data.contains_key(*k)) {
+        let timing = if TIME_ELEMENTS.iter().any(|k| data.has(k)) {
             time_elements(rt, data, now, &name)
-        } else if data.contains_key("once") {
+        } else if data.has("once") {
             once(rt, data, now, li, &name)
-        } else if data.contains_key("when") {
+        } else if data.has("when") {
             when_(rt, data, ev, li, run, &name)
-        } else if data.contains_key("cron") {
+        } else if data.has("cron") {
             cron_(rt, data, now, &name)
         } else {
             return None;
@@ -103,7 +103,7 @@ impl Scheduler {
         }
         let next_fire = rt.next_fire?;
         let mut seconds = (chop(next_fire) - chop(now)).num_seconds() as f64;
-        let is_when = data.contains_key("when");
+        let is_when = data.has("when");
         if let Some(cfg) = splay_cfg.filter(truthy) {
             if self.jobs[key].splay.is_none()
                 && let Some(s) = self.splay(&cfg)
@@ -135,12 +135,12 @@ impl Scheduler {
                 rt.when_run = Some(false);
                 run = true;
             }
-        } else if data.contains_key("cron") {
+        } else if data.has("cron") {
             if seconds <= 0.0 {
                 rt.next_fire = None;
                 run = true;
             }
-        } else if data.contains_key("once") {
+        } else if data.has("once") {
             // Salt would fire a second time when two ticks land in the window; once is once.
             run |= next_fire <= now
                 && now <= next_fire + li
@@ -167,13 +167,13 @@ impl Scheduler {
                 Err(Stop::Continue) => return None,
             }
         }
-        if !g.enabled || !data.get("enabled").is_none_or(truthy) {
+        if !g.enabled || !data.opt("enabled").is_none_or(truthy) {
             skip(rt, "disabled", now);
             run = false;
         }
-        let jid_include = data.get("jid_include").is_none_or(truthy);
+        let jid_include = data.opt("jid_include").is_none_or(truthy);
         if run && jid_include {
-            let max = data.get("maxrunning").and_then(py_int).unwrap_or(1);
+            let max = data.opt("maxrunning").and_then(py_int).unwrap_or(1);
             if (ev.running)(&name) as i64 >= max {
                 skip(rt, "maxrunning", now);
                 run = false;
@@ -210,7 +210,7 @@ pub(super) fn fire(
     jid_include: bool,
     seconds: f64,
 ) -> Fire {
-    let returners = match data.get("returner") {
+    let returners = match data.opt("returner") {
         Some(Value::String(s)) => vec![s.clone()],
         Some(Value::Array(a)) => a
             .iter()
@@ -218,7 +218,7 @@ pub(super) fn fire(
             .collect(),
         _ => Vec::new(),
     };
-    let return_job = match data.get("return_job") {
+    let return_job = match data.opt("return_job") {
         Some(Value::String(s)) if s == "nocache" => ReturnJob::NoCache,
         Some(v) if !truthy(v) => ReturnJob::No,
         _ => ReturnJob::Master,
@@ -226,20 +226,20 @@ pub(super) fn fire(
     Fire {
         name,
         func,
-        args: match data.get("args") {
+        args: match data.opt("args") {
             Some(Value::Array(a)) => a.clone(),
             _ => Vec::new(),
         },
-        kwargs: match data.get("kwargs") {
+        kwargs: match data.opt("kwargs") {
             Some(Value::Object(m)) => m.clone(),
             _ => Map::new(),
         },
         jid_include,
         returners,
-        return_config: data.get("return_config").cloned(),
-        return_kwargs: data.get("return_kwargs").cloned(),
+        return_config: data.opt("return_config").cloned(),
+        return_kwargs: data.opt("return_kwargs").cloned(),
         return_job,
-        metadata: data.get("metadata").and_then(Value::as_object).cloned(),
+        metadata: data.opt("metadata").and_then(Value::as_object).cloned(),
         missed_by: if seconds < 0.0 { -(seconds as i64) } else { 0 },
     }
 }
@@ -260,7 +260,7 @@ fn time_elements(
             ("hours", 3600),
             ("days", 86400),
         ] {
-            if let Some(v) = data.get(k) {
+            if let Some(v) = data.opt(k) {
                 let Some(n) = py_int(v) else {
                     return err(format!(
                         "invalid literal for int() with base 10: {}. Ignoring job {name}.",
@@ -296,7 +296,7 @@ fn once(
             .get("once_fmt")
             .and_then(Value::as_str)
             .unwrap_or(super::TIME_FMT);
-        let raw = data.get("once").cloned().unwrap_or(Value::Null);
+        let raw = data.opt("once").cloned().unwrap_or(Value::Null);
         let Some(t) = raw.as_str().and_then(|s| when::strptime(s, fmt)) else {
             return err(format!(
                 "Date string could not be parsed: {}, {fmt}. Ignoring job {name}.",
@@ -344,7 +344,7 @@ fn when_(
     name: &str,
 ) -> Step<()> {
     let now = ev.now;
-    let items = match data.get("when") {
+    let items = match data.opt("when") {
         Some(Value::Array(a)) => a.clone(),
         Some(v) => vec![v.clone()],
         None => Vec::new(),
@@ -463,7 +463,7 @@ fn gates(
         run: true,
         func: None,
     };
-    if let Some(range) = data.get("range") {
+    if let Some(range) = data.opt("range") {
         let (start, end) = span(range, now, name, "")?;
         let invert = range.get("invert").is_some_and(truthy);
         let inside = start <= now && now <= end;
@@ -490,7 +490,7 @@ fn gates(
         .or(g.skip_during_range.as_ref());
     if let Some(sdr) = sdr {
         let (start, end) = span(sdr, now, name, " in skip_during_range")?;
-        if data.get("run_after_skip_range").is_some_and(truthy) {
+        if data.opt("run_after_skip_range").is_some_and(truthy) {
             let after = chop(end + li);
             if !rt.run_after.contains(&after) {
                 rt.run_after.push(after);
@@ -510,8 +510,8 @@ fn gates(
             gate.run = true;
         }
     }
-    if data.contains_key("skip_explicit") {
-        let mut times = explicit_times(data.get("skip_explicit"));
+    if data.has("skip_explicit") {
+        let mut times = explicit_times(data.opt("skip_explicit"));
         times.retain(|t| *t >= now - li);
         gate.run = false;
         match times.first() {
@@ -531,7 +531,7 @@ fn gates(
         }
     }
     for (key, reason) in [("until", "until_passed"), ("after", "after_not_passed")] {
-        let Some(v) = data.get(key) else { continue };
+        let Some(v) = data.opt(key) else { continue };
         let Some(t) = v.as_str().and_then(|s| when::parse(s, now.date())) else {
             return err(format!(
                 "Invalid date string {}. Ignoring job {name}.",
