@@ -79,8 +79,18 @@ impl Master {
     /// Records a job minion `id` ran on its own (its return's jid is `"req"`) as Salt's
     /// master does: a new jid, a load targeting the minion alone (`tgt` its id, `tgt_type`
     /// glob, `arg` its arguments), so its return is stored and found like any other.
-    async fn record_standalone(&self, id: &str, r: &pb::ReturnRequest) -> Result<String, Status> {
-        let jid = self.next_jid("").await?.to_string();
+    /// A scheduled job with a returner comes with the jid the minion gave it (`own`), as
+    /// Salt's does, and is recorded under it.
+    async fn record_standalone(
+        &self,
+        id: &str,
+        r: &pb::ReturnRequest,
+        own: Option<String>,
+    ) -> Result<String, Status> {
+        let jid = match own {
+            Some(j) => j,
+            None => self.next_jid("").await?.to_string(),
+        };
         let load = json!({
             "jid": jid, "fun": fun_json(&r.fun), "arg": value::from_list(r.fun_args.as_ref()),
             "tgt": id, "tgt_type": "glob",
@@ -99,6 +109,20 @@ impl Master {
         })?;
         tracing::info!(minion = id, %jid, "standalone job recorded");
         Ok(jid)
+    }
+
+    /// Whether `r` is a scheduled job's return (its metadata names the job) under a
+    /// well-formed jid the master has never seen: the minion's own jid for a job with a
+    /// returner (Salt sends `req` only when there is none).
+    async fn is_new_scheduled_jid(&self, r: &pb::ReturnRequest) -> bool {
+        let scheduled = r
+            .metadata
+            .as_ref()
+            .is_some_and(|m| m.fields.contains_key("__schedule__"));
+        scheduled
+            && Jid::parse(&r.jid).is_ok()
+            && self.followers.get(&r.jid).is_none()
+            && matches!(self.cache.get_job(&r.jid).await, Ok(None))
     }
 
     /// Builds the state; `last_jid` comes from the job cache so jids never repeat.
@@ -293,7 +317,9 @@ impl Master {
     /// Accepts a return from minion `id`: checks the job was sent to it, stores it, announces it.
     pub async fn accept_return(&self, id: &str, mut r: pb::ReturnRequest) -> Result<bool, Status> {
         if r.jid == STANDALONE_JID {
-            r.jid = self.record_standalone(id, &r).await?;
+            r.jid = self.record_standalone(id, &r, None).await?;
+        } else if self.is_new_scheduled_jid(&r).await {
+            self.record_standalone(id, &r, Some(r.jid.clone())).await?;
         }
         let (expected, started, user) = match self.followers.get(&r.jid) {
             Some(f) => (f.expected.contains(id), Some(f.started), f.user.clone()),

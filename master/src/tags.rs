@@ -103,6 +103,20 @@ fn shown(tag: &str, segs: &[&str]) -> String {
     }
 }
 
+/// The completion events Salt's minion fires on its own bus when its scheduler or beacons
+/// finished a `schedule.*`/`beacons.*` request (`/salt/minion/minion_schedule_add_complete`,
+/// `/salt/minion/minion_beacon_list_complete`, ...): saltq's minion has no local bus and
+/// forwards them to the master's, where the `id` the master stamps says whose they are. They
+/// are three segments long and name no minion (a minion's own tags are
+/// `salt/minion/<id>/...`).
+fn is_minion_local(segs: &[&str]) -> bool {
+    segs.len() == 3
+        && under(segs, &["salt", "minion"])
+        && ["minion_schedule_", "minion_beacon"]
+            .iter()
+            .any(|p| segs[2].to_lowercase().starts_with(p))
+}
+
 /// Checks that minion `id` may fire `tag`; the error names the tag and the rule that refuses it.
 pub fn check_minion_tag(id: &str, tag: &str) -> Result<(), String> {
     let segs = segments(tag).map_err(|e| format!("minion {id} may not fire {tag:?}: {e}"))?;
@@ -112,6 +126,9 @@ pub fn check_minion_tag(id: &str, tag: &str) -> Result<(), String> {
             shown(tag, &segs)
         ))
     };
+    if is_minion_local(&segs) {
+        return Ok(());
+    }
     match namespace(&segs) {
         None | Some((_, Owner::AnyMinion, _)) => Ok(()),
         Some((ns, Owner::Master, _)) => refuse(format!("tags under {ns} belong to the master")),
@@ -230,9 +247,13 @@ mod tests {
             "minion_start",
             "salt/jobs",
             "salt/...",
+            "/salt/minion/minion_schedule_add_complete",
+            "/salt/minion/minion_schedule_saved",
+            "/salt/minion/minion_beacon_add_complete",
         ] {
             check("m1", tag, true);
         }
+        check("m1", "salt/minion/minion_schedule_x/start", false);
         let e = check_minion_tag("m1", "salt/minion/m2/start").unwrap_err();
         assert_eq!(
             e,

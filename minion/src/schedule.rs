@@ -3,9 +3,10 @@
 //! tick (Salt's `loop_interval`) asking the pure core (`semantics::schedule`) what is due,
 //! and each due job run as a job of its own: a jid, listed by `saltutil.running` when
 //! `jid_include`, its return sent to the master as Salt's scheduled returns are (jid `req`,
-//! so the master gives it a jid and stores it; the job's name rides along for the
-//! `schedule` field of `salt/job/<jid>/ret/<id>`). `schedule.*` reaches it through
-//! [`ScheduleControl`].
+//! so the master gives it a jid and stores it, or the job's own jid when it has returners,
+//! which then see that jid; the job's name rides along for the `schedule` field of
+//! `salt/job/<jid>/ret/<id>`). `return_job: False` sends nothing to the master; the
+//! returners still run. `schedule.*` reaches it through [`ScheduleControl`].
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,7 +18,7 @@ use saltq_proto::v1 as pb;
 use saltq_semantics::JidGenerator;
 use saltq_semantics::python::truthy;
 use saltq_semantics::schedule::book::Book;
-use saltq_semantics::schedule::{Eval, Fire, ReturnJob, Scheduler, TIME_FMT, fire_now};
+use saltq_semantics::schedule::{Eval, Fire, ReturnJob, Scheduler, fire_now};
 use saltq_transport::value;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -39,6 +40,8 @@ pub struct MinionSchedule {
     /// `<config dir>/minion.d/_schedule.conf`.
     conf: PathBuf,
     id: String,
+    /// The minion's config: its returners, for a job whose return stays on the minion.
+    cfg: Arc<MinionConfig>,
     /// The job context, with this scheduler in it (set once built).
     ctx: OnceLock<CallContext>,
     jobs: Arc<Jobs>,
@@ -112,6 +115,7 @@ pub fn start(
         }),
         conf,
         id: cfg.id.clone(),
+        cfg: cfg.clone(),
         ctx: OnceLock::new(),
         jobs: jobs.clone(),
         ret_tx: ret_tx.clone(),
@@ -235,16 +239,43 @@ impl MinionSchedule {
                 self.jobs.returned(&jid);
                 self.jobs.acknowledged(&jid);
             }
-            if fire.return_job == ReturnJob::No && fire.returners.is_empty() {
-                return;
+            let out = self.outgoing(&fire, o, &jid);
+            match fire.return_job {
+                ReturnJob::No if fire.returners.is_empty() => {}
+                // Salt calls the returners, then leaves the master out.
+                ReturnJob::No => self.return_here(&fire, out).await,
+                _ => _ = self.ret_tx.send(out),
             }
-            let _ = self.ret_tx.send(self.outgoing(&fire, o));
         });
     }
 
+    /// `return_job: False` with returners: Salt's `handle_func` calls the job's returners
+    /// (and no others: the minion's `return` option is for published jobs) with the return
+    /// under the job's own jid and the job's name, then sends nothing to the master.
+    async fn return_here(&self, fire: &Fire, out: Outgoing) {
+        let Some(set) = self.cfg.returner_set.as_ref() else {
+            return;
+        };
+        let r = &out.req;
+        let load = json!({
+            "id": out.id, "jid": r.jid, "fun": fire.func, "schedule": fire.name,
+            "fun_args": value::from_list(r.fun_args.as_ref()),
+            "return": r.r#return.as_ref().map(value::from_prost).unwrap_or(Value::Null),
+            "retcode": r.retcode, "success": r.success,
+        });
+        let kwargs = out.ret_kwargs.as_ref().map(value::struct_to_map);
+        let ret_config = (!out.ret_config.is_empty()).then_some(out.ret_config.as_str());
+        for name in &fire.returners {
+            if let Err(e) = set.returner(name, &load, ret_config, kwargs.as_ref()).await {
+                tracing::error!(returner = %name, jid = %r.jid, "returner failed: {e}");
+            }
+        }
+    }
+
     /// The return as Salt's scheduled job sends it: `fun_args` the args then the kwargs, jid
-    /// `req` (the master gives it one), the job's name for the `schedule` field.
-    fn outgoing(&self, fire: &Fire, o: saltq_exec::CallOutcome) -> Outgoing {
+    /// `req` (the master gives it one) unless the job has returners (then its own `jid`, the
+    /// one the returners see), the job's name for the `schedule` field.
+    fn outgoing(&self, fire: &Fire, o: saltq_exec::CallOutcome, jid: &str) -> Outgoing {
         let mut fun_args = fire.args.clone();
         if !fire.kwargs.is_empty() {
             fun_args.push(Value::Object(fire.kwargs.clone()));
@@ -252,7 +283,11 @@ impl MinionSchedule {
         let mut metadata = fire.metadata.clone().unwrap_or_default();
         metadata.insert(SCHEDULE_KEY.into(), json!(fire.name));
         let req = pb::ReturnRequest {
-            jid: "req".into(),
+            jid: if fire.returners.is_empty() {
+                "req".into()
+            } else {
+                jid.to_owned()
+            },
             fun: vec![fire.func.clone()],
             fun_args: Some(value::to_list(&fun_args)),
             r#return: Some(value::to_prost(&o.ret)),
@@ -269,11 +304,7 @@ impl MinionSchedule {
         Outgoing {
             req,
             id: self.id.clone(),
-            ret: if fire.return_job == ReturnJob::No {
-                String::new()
-            } else {
-                fire.returners.join(",")
-            },
+            ret: fire.returners.join(","),
             ret_config: s(&fire.return_config),
             ret_kwargs: fire.return_kwargs.as_ref().map(value::json_to_struct),
         }
@@ -307,92 +338,48 @@ impl ScheduleControl for MinionSchedule {
     fn manage(&self, req: Value) -> Value {
         let func = req["func"].as_str().unwrap_or_default().to_owned();
         let name = req["name"].as_str().unwrap_or_default().to_owned();
-        let persist = req.get("persist").is_none_or(truthy);
         let pillar = self.pillar_schedule();
         let mut st = self.lock();
-        let obj = |v: &Value| v.as_object().cloned().unwrap_or_default();
-        let changed = match func.as_str() {
-            "list" => {
-                let sched = match req["where"].as_str() {
-                    Some("pillar") => pillar.clone(),
-                    Some("opts") => st.book.opts.clone(),
-                    _ => st.book.merged(&pillar),
-                };
-                let saved = read_saved(&self.conf).ok().flatten().unwrap_or(json!({}));
-                return json!({"complete": true, "schedule": sched, "saved": saved});
+        let State { book, sched, .. } = &mut *st;
+        if let Some(done) = book.manage(&req, &pillar, sched) {
+            if done.save {
+                self.persist(book);
             }
-            "add" => {
-                for (n, job) in obj(&req["schedule"]) {
-                    st.book.add(&n, obj(&job), &pillar);
-                }
-                true
+            let mut answer = done.answer;
+            if func == "list" {
+                answer["saved"] = read_saved(&self.conf).ok().flatten().unwrap_or(json!({}));
             }
-            "delete" => {
-                st.book.delete(&name, &pillar);
-                true
-            }
-            "modify" => {
-                st.book.modify(&name, obj(&req["schedule"]), &pillar);
-                true
-            }
-            "enable_job" | "disable_job" => {
-                st.book
-                    .set_job_enabled(&name, func == "enable_job", &pillar);
-                true
-            }
-            "enable" | "disable" => {
-                st.book.set_enabled(func == "enable");
-                true
-            }
+            return answer;
+        }
+        match func.as_str() {
             "save_schedule" => {
-                self.persist(&st.book);
-                return json!({"complete": true});
+                self.persist(book);
+                json!({"complete": true})
             }
+            // Salt's `schedule.reload` reads `minion.d/schedule.conf` (not the
+            // `_schedule.conf` it saves to): nothing when there is no such file, a failure
+            // when it holds no schedule.
             "reload" => {
-                return match read_saved(&self.conf) {
-                    Ok(Some(saved)) => {
-                        st.book.reload(&saved);
+                let file = self.conf.with_file_name("schedule.conf");
+                if !file.is_file() {
+                    return json!({"complete": true, "reloaded": false});
+                }
+                match read_saved(&file) {
+                    Ok(Some(saved)) if saved.as_object().is_some_and(|m| !m.is_empty()) => {
+                        book.reload(&saved);
                         json!({"complete": true, "reloaded": true})
                     }
-                    Ok(None) => json!({"complete": true, "reloaded": false}),
+                    Ok(_) => json!({"complete": true, "reloaded": false, "empty": true}),
                     Err(e) => json!({"complete": false, "error": e}),
-                };
-            }
-            "postpone_job" | "skip_job" => {
-                let fmt = req["time_fmt"].as_str().unwrap_or(TIME_FMT);
-                let time = req["time"].as_str().unwrap_or_default();
-                st.book
-                    .push_explicit(&name, "skip_explicit", time, fmt, &pillar);
-                if func == "postpone_job" {
-                    let new_time = req["new_time"].as_str().unwrap_or_default();
-                    st.book
-                        .push_explicit(&name, "run_explicit", new_time, fmt, &pillar);
                 }
-                false
-            }
-            "get_next_fire_time" => {
-                let t = st
-                    .sched
-                    .next_fire_time(&name)
-                    .map(|t| t.format(TIME_FMT).to_string());
-                return json!({"complete": true, "next_fire_time": t});
-            }
-            "job_status" => {
-                let mut data = st
-                    .book
-                    .merged(&pillar)
-                    .get(&name)
-                    .map(obj)
-                    .unwrap_or_default();
-                if !data.is_empty() {
-                    data.insert("name".into(), json!(name));
-                    data.extend(st.sched.status(&name));
-                }
-                return json!({"complete": true, "data": data});
             }
             "run_job" => {
-                let merged = st.book.merged(&pillar);
-                let data = merged.get(&name).map(obj).unwrap_or_default();
+                let data = book
+                    .merged(&pillar)
+                    .get(&name)
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default();
                 drop(st);
                 let fire = fire_now(&name, &data);
                 let busy = self
@@ -412,15 +399,11 @@ impl ScheduleControl for MinionSchedule {
                 {
                     me.spawn(fire);
                 }
-                return json!({"complete": true});
+                json!({"complete": true})
             }
             other => {
-                return json!({"complete": false, "error": format!("unknown schedule request {other:?}")});
+                json!({"complete": false, "error": format!("unknown schedule request {other:?}")})
             }
-        };
-        if changed && persist {
-            self.persist(&st.book);
         }
-        json!({"complete": true, "schedule": st.book.merged(&pillar)})
     }
 }
