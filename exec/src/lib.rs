@@ -48,8 +48,8 @@ pub mod git {
 }
 pub use context::{
     CallContext, EventSink, FetchFuture, FileClient, FileFuture, FileHash, GroupWatch, JobControl,
-    MasterClient, MasterFuture, MasterJob, MineClient, ModuleSource, NoJobs, ProcessGroups,
-    PubInfo, ScheduleControl, StateSystem, SyncedFile,
+    MasterClient, MasterFuture, MasterJob, MineClient, ModuleSource, NoJobs, PillarClient,
+    ProcessGroups, PubInfo, ScheduleControl, StateSystem, SyncedFile,
 };
 /// The mine's data shapes (Salt's `salt.utils.mine`), shared with the master.
 pub mod mine {

@@ -350,6 +350,7 @@ mod tests {
             json!({}),
             json!([
                 "pillar.data",
+                "pillar.ext",
                 "pillar.fetch",
                 "pillar.file_exists",
                 "pillar.get",

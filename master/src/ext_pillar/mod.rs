@@ -23,7 +23,6 @@ pub fn sources(ext_pillar: &Value, opts: &Value) -> Result<Vec<Arc<dyn ExtPillar
 
 /// The master's external pillar settings, checked at start-up.
 #[derive(Debug, Clone, Default, PartialEq)]
-#[allow(dead_code)] // `on_demand` awaits `pillar.ext`; `sources` feeds the compiler's `with_ext`
 pub struct ExtPillarConfig {
     /// `ext_pillar` as written (Salt's list form), every entry known and well formed.
     pub entries: Value,
@@ -58,18 +57,65 @@ impl ExtPillarConfig {
         sources(&entries, &opts).map_err(|e| ("ext_pillar", e))?;
         Ok(ExtPillarConfig {
             entries,
-            on_demand: on_demand
-                .map(<[String]>::to_vec)
-                .unwrap_or_else(|| vec!["libvirt".into(), "virtkey".into()]),
+            on_demand: on_demand.map(<[String]>::to_vec).unwrap_or_else(|| {
+                saltq_states::pillar::ext::DEFAULT_ON_DEMAND
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect()
+            }),
             opts,
         })
     }
 
     /// The configured sources, built for a compilation.
-    #[allow(dead_code)] // called where the pillar compiler is configured (`with_ext`)
     pub fn sources(&self) -> Result<Vec<Arc<dyn ExtPillar>>, String> {
         sources(&self.entries, &self.opts)
     }
+
+    /// The sources a `pillar.ext` call asks for (`{name: arguments}`), built when every name
+    /// is in `on_demand_ext_pillar`; else the refusal in Salt's words.
+    pub fn on_demand(&self, ext: &Value) -> Result<Vec<Arc<dyn ExtPillar>>, String> {
+        saltq_states::pillar::ext::on_demand(ext, &self.on_demand, &self.opts, MASTER_SOURCES)
+    }
+}
+
+/// Serves a minion's `pillar.ext` (`GetExtPillar`): its pillar compiled now, on the blocking
+/// pool, with the on-demand sources after the configured ones and `pillar_override` merged
+/// last; never cached, as Salt compiles it afresh. A refused source is INVALID_ARGUMENT with
+/// Salt's message.
+pub async fn serve(
+    master: &Arc<crate::state::Master>,
+    id: &str,
+    req: saltq_proto::v1::GetExtPillarRequest,
+) -> Result<saltq_proto::v1::GetPillarResponse, tonic::Status> {
+    use saltq_transport::value;
+    let ext = req
+        .ext
+        .as_ref()
+        .map(value::from_prost)
+        .unwrap_or(Value::Null);
+    let extra = master.cfg.ext_pillar.on_demand(&ext).map_err(|e| {
+        tracing::error!(minion = %id, "{e}");
+        tonic::Status::invalid_argument(e)
+    })?;
+    let pillar_override = value::opt_struct(req.pillar_override.as_ref());
+    let grains = master
+        .facts
+        .grains(id)
+        .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+    let cfg = master.cfg.pillar.clone();
+    let minion = id.to_owned();
+    let pillar = tokio::task::spawn_blocking(move || {
+        cfg.compile_ext(&minion, &grains, extra, pillar_override)
+    })
+    .await
+    .map_err(|e| tonic::Status::internal(format!("pillar for {id} failed to compile: {e}")))?;
+    // In Salt's key order (the files' order), as the ordered GetPillar answers.
+    Ok(saltq_proto::v1::GetPillarResponse {
+        pillar: None,
+        pillar_json: serde_json::to_vec(&pillar)
+            .map_err(|e| tonic::Status::internal(format!("pillar for {id}: {e}")))?,
+    })
 }
 
 #[cfg(test)]

@@ -101,6 +101,60 @@ pub fn from_config(
     Ok(out)
 }
 
+/// Salt's default `on_demand_ext_pillar`: the sources a `pillar.ext` call may name.
+pub const DEFAULT_ON_DEMAND: &[&str] = &["libvirt", "virtkey"];
+
+/// `on_demand_ext_pillar` as configured in `opts`, else Salt's default; an error when it is
+/// not a list of names.
+pub fn on_demand_list(opts: &Value) -> Result<Vec<String>, String> {
+    match opts.get("on_demand_ext_pillar") {
+        None | Some(Value::Null) => Ok(DEFAULT_ON_DEMAND.iter().map(|s| s.to_string()).collect()),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| MALFORMED_ON_DEMAND.to_owned()),
+        Some(_) => Err(MALFORMED_ON_DEMAND.to_owned()),
+    }
+}
+
+const MALFORMED_ON_DEMAND: &str = "The 'on_demand_ext_pillar' configuration option is \
+     malformed, it should be a list of ext_pillar module names";
+
+/// The sources a `pillar.ext` call names (`{name: arguments}`), built (with `extra`, the
+/// master's own sources) when every name is in `on_demand`; else the refusal in Salt's words
+/// (`Pillar.__valid_on_demand_ext_pillar`, which Salt only logs before compiling without
+/// them; saltq answers it to the caller).
+pub fn on_demand(
+    ext: &Value,
+    on_demand: &[String],
+    opts: &Value,
+    extra: &[(&str, Build)],
+) -> Result<Vec<Arc<dyn ExtPillar>>, String> {
+    let Value::Object(m) = ext else {
+        return Err(format!(
+            "On-demand pillar {} is not formatted as a dictionary",
+            saltq_semantics::python::repr(ext)
+        ));
+    };
+    let mut invalid: Vec<&str> = m
+        .keys()
+        .map(String::as_str)
+        .filter(|name| !on_demand.iter().any(|o| o == name))
+        .collect();
+    if !invalid.is_empty() {
+        invalid.sort_unstable();
+        return Err(format!(
+            "The following ext_pillar modules are not allowed for on-demand pillar data: {}. \
+             Valid on-demand ext_pillar modules are: {}. The valid modules can be adjusted by \
+             setting the 'on_demand_ext_pillar' config option.",
+            invalid.join(", "),
+            on_demand.join(", ")
+        ));
+    }
+    from_config(&Value::Array(vec![ext.clone()]), opts, extra)
+}
+
 /// Salt's call forms of an entry's arguments (`_external_pillar_data`): a mapping is keyword
 /// arguments, a list positional arguments, anything else one positional argument.
 pub fn call_args(args: &Value) -> (Vec<Value>, Map<String, Value>) {
