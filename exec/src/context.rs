@@ -67,7 +67,9 @@ pub trait JobControl: Send + Sync {
 }
 
 /// A `JobControl` for calls made outside a minion (tests, local calls): no jobs, refreshes
-/// do nothing.
+/// do nothing. A pillar refresh answers `False`, as `salt-call --local
+/// saltutil.refresh_pillar` does in Salt 3007.8 (no minion daemon hears its event; recorded),
+/// while a grains refresh answers `True`, as Salt's.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoJobs;
 
@@ -85,7 +87,7 @@ impl JobControl for NoJobs {
     }
 
     fn refresh_pillar(&self) -> bool {
-        true
+        false
     }
 }
 

@@ -587,5 +587,22 @@ mod tests {
         assert_eq!(out.ret, json!([]));
         let out = run_in(&c, "saltutil.kill_job", json!(["1"]), json!({})).await;
         assert_eq!(out.ret, json!(""));
+        // As salt-call --local 3007.8 answers: no daemon refreshes the pillar, even waiting.
+        let out = run_in(&c, "saltutil.refresh_pillar", json!([]), json!({})).await;
+        assert_eq!(out.ret, json!(false));
+        let wait = json!({"wait": true, "timeout": 1});
+        let out = run_in(&c, "saltutil.refresh_pillar", json!([]), wait).await;
+        assert_eq!(out.ret, json!(false));
+        let bad = json!({"wait": true, "timeout": "soon"});
+        let out = run_in(&c, "saltutil.refresh_pillar", json!([]), bad).await;
+        assert_eq!(
+            out.ret,
+            json!(
+                "ERROR executing 'saltutil.refresh_pillar': timeout must be a number of seconds, got 'soon'"
+            ),
+            "{out:?}"
+        );
+        let out = run_in(&c, "saltutil.refresh_grains", json!([]), json!({})).await;
+        assert_eq!(out.ret, json!(true));
     }
 }
