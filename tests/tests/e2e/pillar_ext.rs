@@ -317,3 +317,93 @@ fn master_serves_gpg_pillar_to_a_state_and_ext_pillar_from_postgresql() {
         "master-side-secret db"
     );
 }
+
+/// Through a master: `ext_pillar_first` (the SLS Jinja sees the external pillar),
+/// `salt[...]` in pillar Jinja run on the master with the minion's grains, `pillar.ext` with
+/// a source `on_demand_ext_pillar` allows (and `pillar=` merged last), the refusal in Salt's
+/// words for one it does not; and bad files beside good ones: a 100 MB SLS, an include cycle
+/// and a macro that recurses forever each end as an error naming the SLS while the other
+/// files compile and the other minion is served.
+#[test]
+fn master_pillar_ext_on_demand_first_and_bad_files_beside_good_ones() {
+    let master = Master::start_with(|dir| {
+        let pillar = dir.join("pillar");
+        write(
+            &pillar,
+            "top.sls",
+            "base:\n  '*':\n    - good\n    - huge\n    - cyc1\n    - rec\n",
+        );
+        write(
+            &pillar,
+            "good.sls",
+            "seen: {{ pillar.get('from_ext', 'none') }}\nwho: {{ salt['grains.get']('id') }}\n",
+        );
+        write(&pillar, "cyc1.sls", "include: [cyc2]\ncyc1: 1\n");
+        write(&pillar, "cyc2.sls", "include: [cyc1]\ncyc2: 2\n");
+        write(
+            &pillar,
+            "rec.sls",
+            "{% macro f(n) %}{{ f(n) }}{% endmacro %}rec: {{ f(1) }}\n",
+        );
+        // 100 MB of YAML, past the 32 MiB bound.
+        let line = format!("k: {}\n", "x".repeat(1021));
+        let mut f = std::fs::File::create(pillar.join("huge.sls")).unwrap();
+        for _ in 0..(100 * 1024) {
+            f.write_all(line.as_bytes()).unwrap();
+        }
+        format!(
+            "auto_accept: true\npillar_roots:\n  base:\n    - {}\next_pillar_first: true\n\
+             ext_pillar:\n  - cmd_json: >-\n      echo '{{\"from_ext\": \"e\"}}'\n\
+             on_demand_ext_pillar:\n  - cmd_yaml\n",
+            pillar.display()
+        )
+    });
+    let _a = master.minion("pext-a", "");
+    let _b = master.minion("pext-b", "");
+    master.wait_for("pext-a");
+    master.wait_for("pext-b");
+    let call = |tgt: &str, args: &[&str]| {
+        let mut full = vec!["-L", tgt];
+        full.extend_from_slice(args);
+        full.extend_from_slice(&["--out", "json", "--static", "-t", "60"]);
+        master.saltq(&full)
+    };
+    let items = call("pext-a", &["pillar.items"]).json()["pext-a"].clone();
+    assert_eq!(items["from_ext"], "e", "{items}");
+    assert_eq!(items["seen"], "e", "ext_pillar_first: {items}");
+    assert_eq!(items["who"], "pext-a", "{items}");
+    assert_eq!(
+        (items["cyc1"].clone(), items["cyc2"].clone()),
+        (json!(1), json!(2))
+    );
+    let errors = items["_errors"].as_array().cloned().unwrap_or_default();
+    let text = serde_json::to_string(&errors).unwrap();
+    assert_eq!(errors.len(), 2, "{text}");
+    assert!(text.contains("'huge'") && text.contains("'rec'"), "{text}");
+    assert!(!text.contains("xxxxxxxx"), "{text}");
+
+    // The other minion is served all the while.
+    let o = call("pext-b", &["test.ping"]);
+    assert_eq!(o.json()["pext-b"], json!(true), "{}", o.stdout);
+    let b = call("pext-b", &["pillar.item", "who"]).json()["pext-b"].clone();
+    assert_eq!(b["who"], "pext-b");
+
+    let ext = call(
+        "pext-a",
+        &["pillar.ext", "{cmd_yaml: 'echo od: 1'}", "pillar={over: 2}"],
+    )
+    .json()["pext-a"]
+        .clone();
+    assert_eq!(ext["od"], 1, "{ext}");
+    assert_eq!(ext["over"], 2, "{ext}");
+    assert_eq!(ext["seen"], "e", "{ext}");
+    let o = call("pext-a", &["pillar.ext", "{cmd_json: 'echo {}'}"]);
+    assert!(
+        o.stdout.contains(
+            "The following ext_pillar modules are not allowed for on-demand pillar data: \
+             cmd_json. Valid on-demand ext_pillar modules are: cmd_yaml."
+        ),
+        "{}",
+        o.stdout
+    );
+}
