@@ -224,6 +224,11 @@ pub fn no_minions(msg: &str) -> i32 {
 
 /// Runs the main command; returns the exit code.
 pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &JobArgs) -> i32 {
+    // As Salt's CLI, the master's config gives the output defaults (state_output, ...).
+    let out = &OutputArgs {
+        master: crate::output::MasterOutputKeys::read(&conn.config_dir),
+        ..out.clone()
+    };
     if a.target_flags.range {
         eprintln!("saltq: range targeting (-R) is not supported: saltq has no seco range server");
         return exit::USAGE;
@@ -265,6 +270,8 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &JobArgs) -> i32 {
         Err(s) => return status_exit(&ch, &s),
     };
     let mut retcodes = Vec::new();
+    // Each minion's retcode or no-return message, for `--summary`/`cli_summary`.
+    let mut summary: Vec<(String, Result<i64, String>)> = Vec::new();
     let mut collected: BTreeMap<String, Value> = BTreeMap::new();
     // salt prints sys.doc once per function, not once per minion.
     let sys_doc = a.function == "sys.doc";
@@ -307,6 +314,7 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &JobArgs) -> i32 {
                     .map(value::from_prost)
                     .unwrap_or(Value::Null);
                 retcodes.push(retcode_of(&r, &ret));
+                summary.push((r.id.clone(), Ok(i64::from(retcode_of(&r, &ret)))));
                 let hint = r.out.parse::<Outputter>().ok();
                 if sys_doc || a.r#static {
                     collected.insert(r.id.clone(), ret);
@@ -320,6 +328,9 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &JobArgs) -> i32 {
             }
             Some(Kind::NoReturn(n)) => {
                 retcodes.push(1);
+                let why = pb::NoReturnReason::try_from(n.reason)
+                    .unwrap_or(pb::NoReturnReason::NoResponse);
+                summary.push((n.id.clone(), Err(no_return_message(why, &jid))));
                 if a.hide_timeout || sys_doc {
                     continue;
                 }
@@ -342,6 +353,10 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &JobArgs) -> i32 {
         let all: Map<String, Value> = collected.into_iter().collect();
         let out = static_outputter(printer.chosen(), &a.function);
         printer.print(&Value::Object(all), Some(out));
+    }
+    // Salt prints the summary only with the default outputter.
+    if out.master.summary(out.summary) && printer.chosen().is_none() {
+        printer.write(&crate::output::returns_summary(&summary, a.verbose));
     }
     let (code, message) = exit::job_exit(&retcodes, a.r#static);
     if let Some(message) = message {

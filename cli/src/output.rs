@@ -59,19 +59,163 @@ pub struct OutputArgs {
     /// Print only the states that changed something or did not succeed (highstate outputter).
     #[arg(long = "output-diff", global = true)]
     pub output_diff: bool,
+    /// After the returns, print how many minions were targeted, returned, did not return and
+    /// failed (Salt's --summary; `cli_summary: True` in the master config does the same).
+    #[arg(long = "summary", global = true)]
+    pub summary: bool,
+    /// The output keys of the master config (`DIR/master`), which the flags override.
+    #[arg(skip)]
+    pub master: MasterOutputKeys,
+}
+
+/// The master config keys Salt's CLI takes its output defaults from (the `salt` command
+/// reads the master's config as its own `__opts__`). Implemented for #27.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(default)]
+pub struct MasterOutputKeys {
+    /// `cli_summary`: print the returns summary after the returns.
+    pub cli_summary: Option<bool>,
+    /// `state_output`: the highstate outputter's mode.
+    pub state_output: Option<String>,
+    /// `state_verbose`: false hides states that succeeded without changes.
+    pub state_verbose: Option<Value>,
+    /// `state_tabular`: terse lines in columns.
+    pub state_tabular: Option<Value>,
+    /// `state_output_diff`: only states that changed something or failed.
+    pub state_output_diff: Option<bool>,
+    /// `state_output_profile`: the `Started`/`Duration` lines.
+    pub state_output_profile: Option<bool>,
+    /// `state_output_pct`: success and failure percentages in the summary.
+    pub state_output_pct: Option<bool>,
+    /// `state_compress_ids`: states of one ID with the same result shown as one.
+    pub state_compress_ids: Option<bool>,
+}
+
+impl MasterOutputKeys {
+    /// Reads them from `DIR/master`; the master checks its file at start, so a file the CLI
+    /// cannot read for these keys (missing, another key's bad value) gives Salt's defaults.
+    pub fn read(config_dir: &std::path::Path) -> MasterOutputKeys {
+        let text = std::fs::read_to_string(config_dir.join("master")).unwrap_or_default();
+        MasterOutputKeys::parse(&text)
+    }
+
+    /// [`MasterOutputKeys::read`] on the file's text.
+    pub fn parse(text: &str) -> MasterOutputKeys {
+        let Ok(Value::Object(map)) = serde_yaml_ng::from_str::<Value>(text) else {
+            return MasterOutputKeys::default();
+        };
+        // Each key alone: one key of a type Salt would refuse leaves the others in effect.
+        let mut keys = MasterOutputKeys::default();
+        let get = |k: &str| map.get(k).filter(|v| !v.is_null());
+        let flag = |k: &str| get(k).and_then(Value::as_bool);
+        keys.cli_summary = flag("cli_summary");
+        keys.state_output = get("state_output")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        keys.state_verbose = get("state_verbose").cloned();
+        keys.state_tabular = get("state_tabular").cloned();
+        keys.state_output_diff = flag("state_output_diff");
+        keys.state_output_profile = flag("state_output_profile");
+        keys.state_output_pct = flag("state_output_pct");
+        keys.state_compress_ids = flag("state_compress_ids");
+        keys
+    }
+
+    /// Whether the returns summary is printed (`cli_summary`, or `--summary`).
+    pub fn summary(&self, flag: bool) -> bool {
+        flag || self.cli_summary == Some(true)
+    }
+}
+
+/// Salt's `_print_returns_summary` (`salt/cli/salt.py`): counts of minions targeted, returned,
+/// not returned and with errors; with `verbose`, which ones. `returns` is each minion's id,
+/// whether it returned, and its retcode (or the no-return reason: `Some("Not connected")`
+/// or `Some("No response")`).
+pub fn returns_summary(returns: &[(String, Result<i64, String>)], verbose: bool) -> String {
+    let mut returned = 0;
+    let mut not_returned = 0;
+    let (mut not_connected, mut not_responding, mut failed) = (vec![], vec![], vec![]);
+    for (id, r) in returns {
+        match r {
+            Ok(retcode) => {
+                returned += 1;
+                if *retcode != 0 {
+                    failed.push(id.as_str());
+                }
+            }
+            Err(reason) => {
+                not_returned += 1;
+                if reason.contains("Not connected") {
+                    not_connected.push(id.as_str());
+                } else if reason.contains("No response") {
+                    not_responding.push(id.as_str());
+                }
+            }
+        }
+    }
+    let rule = "-------------------------------------------";
+    // print_cli("\n") writes the newline and one of its own.
+    let mut out = format!(
+        "\n\n{rule}\nSummary\n{rule}\n# of minions targeted: {}\n# of minions returned: \
+         {returned}\n# of minions that did not return: {not_returned}\n# of minions with \
+         errors: {}\n",
+        returned + not_returned,
+        failed.len()
+    );
+    if verbose {
+        for (label, ids) in [
+            ("Minions not connected", &not_connected),
+            ("Minions not responding", &not_responding),
+            ("Minions with failures", &failed),
+        ] {
+            if !ids.is_empty() {
+                out.push_str(&format!("{label}: {}\n", ids.join(" ")));
+            }
+        }
+    }
+    out.push_str(rule);
+    out.push('\n');
+    out
 }
 
 impl OutputArgs {
     /// The highstate outputter's options the flags give, over the master's defaults.
     pub fn highstate_options(&self) -> HighstateOptions {
         let mut o = HighstateOptions::default();
+        let m = &self.master;
+        if let Some(mode) = &m.state_output {
+            o.state_output.clone_from(mode);
+        }
+        if let Some(v) = &m.state_verbose {
+            // Salt's truth of the value: a string other than false/no/off/0 is true.
+            o.state_verbose = match v {
+                Value::Bool(b) => *b,
+                Value::String(s) => HighstateOptions::parse_state_verbose(s),
+                other => HighstateOptions::parse_state_verbose(&other.to_string()),
+            };
+        }
+        if let Some(v) = &m.state_tabular {
+            o.state_tabular = matches!(v, Value::Bool(true));
+        }
+        if let Some(b) = m.state_output_diff {
+            o.state_output_diff = b;
+        }
+        if let Some(b) = m.state_output_profile {
+            o.state_output_profile = b;
+        }
+        if let Some(b) = m.state_output_pct {
+            o.state_output_pct = b;
+        }
+        if let Some(b) = m.state_compress_ids {
+            o.state_compress_ids = b;
+        }
         if let Some(mode) = &self.state_output {
             o.state_output.clone_from(mode);
         }
         if let Some(v) = &self.state_verbose {
             o.state_verbose = HighstateOptions::parse_state_verbose(v);
         }
-        o.state_output_diff = self.output_diff;
+        o.state_output_diff |= self.output_diff;
         o
     }
 }
@@ -284,6 +428,65 @@ mod tests {
         }
         .highstate_options();
         assert!(o.state_verbose);
+    }
+
+    #[test]
+    fn master_output_keys_are_defaults_the_flags_override() {
+        let master = MasterOutputKeys::parse(
+            "state_output: terse\nstate_verbose: False\nstate_output_diff: true\n\
+             state_output_profile: false\nstate_tabular: true\ncli_summary: true\nport: 4506\n",
+        );
+        let o = OutputArgs {
+            master: master.clone(),
+            ..OutputArgs::default()
+        }
+        .highstate_options();
+        assert_eq!(o.state_output, "terse");
+        assert!(!o.state_verbose && o.state_output_diff && !o.state_output_profile);
+        assert!(o.state_tabular);
+        assert!(master.summary(false));
+        let o = OutputArgs {
+            master,
+            state_output: Some("mixed".into()),
+            state_verbose: Some("true".into()),
+            ..OutputArgs::default()
+        }
+        .highstate_options();
+        assert_eq!((o.state_output.as_str(), o.state_verbose), ("mixed", true));
+        // A file that is not YAML, or a key of another type, leaves Salt's defaults.
+        assert_eq!(MasterOutputKeys::parse(": :"), MasterOutputKeys::default());
+        let m = MasterOutputKeys::parse("cli_summary: maybe\nstate_output: changes\n");
+        assert_eq!(
+            (m.cli_summary, m.state_output.as_deref()),
+            (None, Some("changes"))
+        );
+        assert!(!m.summary(false) && m.summary(true));
+    }
+
+    /// Salt 3007.8's `salt --summary` after two minions returned (one with retcode 1) and
+    /// one did not.
+    #[test]
+    fn returns_summary_is_salts() {
+        let returns = vec![
+            ("a".to_owned(), Ok(0)),
+            ("b".to_owned(), Ok(1)),
+            (
+                "c".to_owned(),
+                Err("Minion did not return. [Not connected]".to_owned()),
+            ),
+        ];
+        let rule = "-".repeat(43);
+        assert_eq!(
+            returns_summary(&returns, false),
+            format!(
+                "\n\n{rule}\nSummary\n{rule}\n# of minions targeted: 3\n# of minions returned: 2\n\
+                 # of minions that did not return: 1\n# of minions with errors: 1\n{rule}\n"
+            )
+        );
+        let verbose = returns_summary(&returns, true);
+        assert!(verbose.ends_with(&format!(
+            "Minions not connected: c\nMinions with failures: b\n{rule}\n"
+        )));
     }
 
     #[test]

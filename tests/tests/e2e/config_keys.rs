@@ -209,3 +209,40 @@ fn passwd_uid(name: &str) -> Option<u32> {
             (f.first() == Some(&name)).then(|| f.get(2)?.parse().ok())?
         })
 }
+
+#[test]
+fn cli_summary_in_the_master_config_prints_salts_summary() {
+    let master = Master::start("cli_summary: true\nstate_output: terse\n");
+    let _minion = master.minion("m-summary", "");
+    master.accept_and_wait("m-summary");
+    let out = master.saltq(&["m-summary", "test.ping"]);
+    let rule = "-".repeat(43);
+    // Salt 3007.8's `_print_returns_summary`, after the nested return.
+    assert_eq!(
+        out.stdout,
+        format!(
+            "m-summary:\n    True\n\n\n{rule}\nSummary\n{rule}\n# of minions targeted: 1\n\
+             # of minions returned: 1\n# of minions that did not return: 0\n\
+             # of minions with errors: 0\n{rule}\n"
+        ),
+        "{}",
+        out.stderr
+    );
+    // As Salt, no summary with an outputter chosen.
+    let out = master.saltq(&["m-summary", "test.ping", "--out", "json"]);
+    assert_eq!(out.json()["m-summary"], true);
+    assert!(!out.stdout.contains("Summary"), "{}", out.stdout);
+    // state_output: terse from the master config: one line per state.
+    let out = master.saltq(&[
+        "m-summary",
+        "state.single",
+        "test.succeed_without_changes",
+        "name=x",
+    ]);
+    assert!(
+        out.stdout
+            .contains("Name: x - Function: test.succeed_without_changes - Result: Clean"),
+        "{}",
+        out.stdout
+    );
+}
