@@ -407,3 +407,46 @@ fn master_pillar_ext_on_demand_first_and_bad_files_beside_good_ones() {
         o.stdout
     );
 }
+
+/// Masterless `pillar.ext` (`saltq-minion call --local`, as `salt-call --local`): Salt's
+/// default `on_demand_ext_pillar` (libvirt, virtkey) refuses `cmd_yaml` in Salt's words
+/// (salt-call --local 3007.8 printed the same message as an `[ERROR ]` log line and answered
+/// the plain pillar; saltq answers it as the call's error); an argument that is not a
+/// mapping is refused with Salt's message too.
+#[test]
+fn masterless_pillar_ext_refuses_what_on_demand_ext_pillar_does_not_list() {
+    let dir = Scratch::new("pillar-ext-local");
+    let pillar = dir.0.join("pillar");
+    write(&pillar, "top.sls", "base:\n  '*':\n    - a\n");
+    write(&pillar, "a.sls", "a: 1\n");
+    let conf = dir.0.join("conf");
+    write(
+        &conf,
+        "minion",
+        &format!(
+            "id: web1\nfile_client: local\nroot_dir: {}\npillar_roots:\n  base:\n    - {}\n",
+            dir.0.display(),
+            pillar.display()
+        ),
+    );
+    let (items, code, err) = call_local(&conf, &["pillar.items"]);
+    assert_eq!((items, code), (json!({"a": 1}), 0), "{err}");
+    let (ret, code, _) = call_local(&conf, &["pillar.ext", "{cmd_yaml: 'echo od: 1'}"]);
+    assert_ne!(code, 0);
+    assert!(
+        ret.as_str().unwrap_or_default().contains(
+            "The following ext_pillar modules are not allowed for on-demand pillar data: \
+             cmd_yaml. Valid on-demand ext_pillar modules are: libvirt, virtkey. The valid \
+             modules can be adjusted by setting the 'on_demand_ext_pillar' config option."
+        ),
+        "{ret}"
+    );
+    let (ret, code, _) = call_local(&conf, &["pillar.ext", "[1]"]);
+    assert_ne!(code, 0);
+    assert!(
+        ret.as_str()
+            .unwrap_or_default()
+            .contains("On-demand pillar [1] is not formatted as a dictionary"),
+        "{ret}"
+    );
+}
