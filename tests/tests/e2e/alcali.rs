@@ -5,7 +5,8 @@
 //! Headless Chromium logs in through Alcali's login page, runs `test.ping` from its run page and
 //! sees the result, then finds the job on Alcali's jobs page; the database is checked to hold
 //! the job's load (with the eauth user), its return and its events as Salt writes them. Then it
-//! refreshes Alcali's key list (its keys page) and clicks Settings → "Parse modules from"
+//! refreshes Alcali's key list (its keys page) and its schedules page (the minion's `schedule`
+//! job listed, from `schedule.list`), and clicks Settings → "Parse modules from"
 //! (Alcali's "initialize database": `sys.list_functions`, `sys.doc`,
 //! `sys.list_runner_functions` and `sys.runner_doc` on the minion, the `doc.wheel` runner),
 //! and the functions land in Alcali's `salt_functions` table.
@@ -40,6 +41,9 @@ const USER: &str = "alcali-user";
 const PASSWORD: &str = "alcali-e2e-pw";
 /// The minion Alcali runs test.ping on.
 const MINION: &str = "alcali-m1";
+/// A job of the minion's schedule, which Alcali's schedules page lists (twice a day, so it does
+/// not run during the test).
+const SCHEDULE: &str = "alcali_highstate";
 
 /// The tools the test needs, or why it cannot run.
 struct Tools {
@@ -286,7 +290,12 @@ fn alcali_logs_in_runs_test_ping_and_lists_the_job() {
             t.db.host, t.db.port, t.db.user, t.db.pass,
         )
     });
-    let _minion = master.minion(MINION, "");
+    let _minion = master.minion(
+        MINION,
+        &format!(
+            "schedule:\n  {SCHEDULE}:\n    function: state.apply\n    hours: 12\n    splay: 600\n"
+        ),
+    );
     master.wait_for(MINION);
     let listen: Value = serde_json::from_str(
         &std::fs::read_to_string(master.dir.0.join("root/var/cache/saltq/master/listen.json"))
@@ -352,6 +361,7 @@ fn alcali_logs_in_runs_test_ping_and_lists_the_job() {
         .arg(format!("http://{addr}"))
         .args([USER, PASSWORD, MINION])
         .arg(&shots)
+        .arg(SCHEDULE)
         .output()
         .expect("run browse.py");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -367,6 +377,17 @@ fn alcali_logs_in_runs_test_ping_and_lists_the_job() {
     println!("browse.py: {}", seen["steps"]);
     for shot in seen["screenshots"].as_array().expect("screenshots") {
         println!("screenshot: {}", shot.as_str().unwrap_or_default());
+    }
+    // The schedules page: the minion's job, with its function and timing, from
+    // `schedule.list` through salt-api.
+    let schedules = seen["schedules"].as_array().expect("schedules rows");
+    assert_eq!(schedules.len(), 1, "one row for {SCHEDULE}: {schedules:?}");
+    let row = schedules[0].as_str().unwrap_or_default();
+    for cell in [MINION, SCHEDULE, "state.apply", "12", "600"] {
+        assert!(
+            row.split_whitespace().any(|w| w == cell),
+            "{cell} in the schedules row {row:?}"
+        );
     }
     let initdb = seen["initdb"].as_str().expect("initialize database text");
     assert_eq!(

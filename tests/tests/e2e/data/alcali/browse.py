@@ -7,15 +7,18 @@ websocket library and nothing outside Python's standard library is needed. Input
 mouse clicks at an element's place and key events per character, so Vue sees the same events
 as from a person.
 
-    browse.py CHROMIUM ALCALI_URL USER PASSWORD MINION ARTIFACT_DIR
+    browse.py CHROMIUM ALCALI_URL USER PASSWORD MINION ARTIFACT_DIR SCHEDULE
 
 Steps: log in through the login page, open the run page, run `test.ping` on MINION, wait for
 its result, then open the jobs page and wait for the job's row with USER as its user (Alcali
 reads it from Salt's `salt_returns` and `jids` tables). Then refresh Alcali's key list on its
-keys page (its settings page offers the accepted minions it holds), and on the settings page
+keys page (its settings page offers the accepted minions it holds), refresh its schedules page
+and wait for MINION's job SCHEDULE in its table (Alcali asks `schedule.list` through salt-api),
+and on the settings page
 pick MINION under "Parse modules from" and submit (Alcali's "initialize database"), waiting for
-Alcali's answer. A screenshot is saved after each of the three; the last line printed is JSON:
-{"run": text of the results card, "jobs": [text of each such row], "initdb": Alcali's answer,
+Alcali's answer. A screenshot is saved after each of the four; the last line printed is JSON:
+{"run": text of the results card, "jobs": [text of each such row], "schedules": [text of each
+schedule row of MINION's SCHEDULE], "initdb": Alcali's answer,
 "screenshots": [paths], "steps": [when each step ended]}. Any failure exits non-zero with what was being waited for, the page's
 text and its console messages, and a screenshot of the moment.
 """
@@ -239,7 +242,7 @@ def button(text):
 
 
 def main():
-    chromium, url, user, password, minion, artifacts = sys.argv[1:7]
+    chromium, url, user, password, minion, artifacts, schedule = sys.argv[1:8]
     url = url.rstrip("/")
     os.makedirs(artifacts, exist_ok=True)
     shots = []
@@ -320,6 +323,38 @@ def main():
             )
 
             step("keys refreshed")
+            # The schedules page: its floating menu's refresh asks every minion's
+            # `schedule.list` (return_yaml=False) through salt-api into Alcali's table, which
+            # is drawn again with a row per minion and job.
+            b.goto(f"{url}/#/schedules")
+            b.until(
+                "the schedules page's table",
+                "location.hash === '#/schedules' && !!document.querySelector('.v-data-table')",
+            )
+            # The floating menu opens on a click once drawn; opened again until its refresh
+            # button shows.
+            refresh = """[...document.querySelectorAll('.v-speed-dial__list button')]
+                .filter(e => e.offsetParent !== null && e.textContent.trim() === 'refresh')[0]"""
+            for _ in range(10):
+                if b.js(f"!!({refresh})"):
+                    break
+                b.click(
+                    "the schedules page's floating menu",
+                    "document.querySelector('.v-speed-dial button')",
+                )
+                time.sleep(0.5)
+            b.click("the refresh-schedules button", refresh)
+            schedules = b.until(
+                f"Alcali's 'Schedules refreshed' and {schedule} of {minion} in its table",
+                f"""(() => {{ if (!document.body.innerText.includes('Schedules refreshed')) return null;
+                    const r = [...document.querySelectorAll('table tbody tr')]
+                        .map(r => r.innerText)
+                        .filter(t => t.includes({json.dumps(minion)}) && t.includes({json.dumps(schedule)}));
+                    return r.length ? r : null;
+                }})()""",
+            )
+            shots.append(b.screenshot(os.path.join(artifacts, "schedules.png")))
+            step("schedules listed")
             # The settings page: "Parse modules from" the minion, submitted. Alcali answers
             # "refreshed modules using MINION", or an error, in a toast.
             b.goto(f"{url}/#/settings")
@@ -383,7 +418,14 @@ def main():
         b.close()
     print(
         json.dumps(
-            {"run": run, "jobs": jobs, "initdb": initdb, "screenshots": shots, "steps": steps}
+            {
+                "run": run,
+                "jobs": jobs,
+                "schedules": schedules,
+                "initdb": initdb,
+                "screenshots": shots,
+                "steps": steps,
+            }
         )
     )
 
