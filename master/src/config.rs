@@ -66,6 +66,44 @@ pub struct RawConfig {
     pub http_enabled: Option<bool>,
     /// Log level: error, warning, info, debug, trace.
     pub log_level: Option<String>,
+    /// Implemented (#27, saltq_transport::salt_log): Salt's `log_file`, a path or syslog at
+    /// `file:///dev/log`, `udp://host[:port]`, `tcp://host[:port]` (`/LOG_FACILITY` after);
+    /// unset, saltq logs to stderr only.
+    pub log_file: Option<String>,
+    /// Implemented (#27): Salt's `log_level_logfile` (default: `log_level`).
+    pub log_level_logfile: Option<String>,
+    /// Implemented (#27): Salt's `log_fmt_console`; set, stderr is written in this format.
+    pub log_fmt_console: Option<String>,
+    /// Implemented (#27): Salt's `log_fmt_logfile` (default Salt's).
+    pub log_fmt_logfile: Option<String>,
+    /// Implemented (#27): Salt's `log_datefmt` (the console's `%(asctime)s`).
+    pub log_datefmt: Option<String>,
+    /// Implemented (#27): Salt's `log_datefmt_logfile`.
+    pub log_datefmt_logfile: Option<String>,
+    /// Implemented (#27): Salt's `log_granular_levels`, logger (`saltq_master.run`) to level.
+    pub log_granular_levels: Option<std::collections::BTreeMap<String, String>>,
+    /// Implemented (#27) by the CLI (`saltq`, as Salt's `salt` reads the master's config):
+    /// Salt's `cli_summary`, the returns summary after the returns.
+    pub cli_summary: Option<bool>,
+    /// Implemented (#27) by the CLI: Salt's `state_output` (full, terse, mixed, changes,
+    /// filter, with `_id`), the highstate outputter's default; `--state-output` overrides it.
+    pub state_output: Option<String>,
+    /// Implemented (#27) by the CLI: Salt's `state_verbose`.
+    pub state_verbose: Option<bool>,
+    /// Implemented (#27) by the CLI: Salt's `state_tabular` (`True`; a format string is taken
+    /// as false).
+    pub state_tabular: Option<serde_json::Value>,
+    /// Implemented (#27) by the CLI: Salt's `state_output_diff`.
+    pub state_output_diff: Option<bool>,
+    /// Implemented (#27) by the CLI: Salt's `state_output_profile`.
+    pub state_output_profile: Option<bool>,
+    /// Implemented (#27) by the CLI: Salt's `state_output_pct`.
+    pub state_output_pct: Option<bool>,
+    /// Implemented (#27) by the CLI: Salt's `state_compress_ids`.
+    pub state_compress_ids: Option<bool>,
+    /// Implemented (#27): Salt's `user`: the master gives its directories and log file to
+    /// this user and switches to it before it binds its ports (Salt's `check_user`).
+    pub user: Option<String>,
     /// Largest gRPC message, in bytes (default 16 MiB).
     pub max_message_size: Option<usize>,
     /// Seconds of silence after which a peer is considered gone (default 10).
@@ -80,8 +118,9 @@ pub struct RawConfig {
     pub handshake_queue_seconds: Option<f64>,
     /// How long jobs stay in the job cache (Salt's `keep_jobs_seconds`, default 86400).
     pub keep_jobs_seconds: Option<u64>,
-    /// Job cache backend: `sqlite` (default) or `postgres`.
-    pub job_cache: Option<String>,
+    /// Job cache backend: `sqlite` (default) or `postgres`; Salt's bool is accepted too
+    /// (`True`, Salt's default, is the default backend; saltq always keeps its job cache).
+    pub job_cache: Option<JobCacheKey>,
     /// PostgreSQL connection string for `job_cache: postgres`.
     pub job_cache_postgres: Option<String>,
     /// PostgreSQL schema for the job cache.
@@ -227,6 +266,17 @@ pub struct RawConfig {
     pub syndic_log_file: Option<PathBuf>,
 }
 
+/// `job_cache`: Salt's bool (keep jobs or not) or saltq's backend name.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum JobCacheKey {
+    /// Salt's `job_cache: True`/`False`: the default backend (saltq's CLI and `find_job`
+    /// need the job cache, so `False` keeps it too; the value is not read).
+    Salt(#[allow(dead_code)] bool),
+    /// `sqlite` or `postgres`.
+    Backend(String),
+}
+
 /// A string or a list of strings.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
@@ -293,6 +343,10 @@ pub struct MasterConfig {
     pub metrics_token: Option<String>,
     /// Log level.
     pub log_level: String,
+    /// Salt's logging keys (`log_file`, `log_fmt_*`, ...), checked.
+    pub log: saltq_transport::salt_log::LogOptions,
+    /// Salt's `user`, when set.
+    pub user: Option<String>,
     /// Transport limits.
     pub limits: saltq_transport::Limits,
     /// Job retention.
@@ -348,6 +402,9 @@ pub struct MasterConfig {
     pub netapi: Option<saltq_netapi::Config>,
     /// salt-api's Tornado flavour, when `rest_tornado` is set.
     pub netapi_tornado: Option<saltq_netapi::Config>,
+    /// The files read and what saltq does with each key (logged at start,
+    /// `--check-config`).
+    pub salt: saltq_states::saltconf::SaltConfig,
 }
 
 /// A master that is one replica of several (`cluster_id`).
@@ -409,13 +466,111 @@ const MAX_SECS: f64 = 1e9;
 /// Default config directory, as Salt's `/etc/salt`.
 pub const DEFAULT_CONFIG_DIR: &str = "/etc/saltq";
 
+/// `DIR/master`, `master.d/*.conf` and the `include`s merged as Salt 3007.8 merges them, every
+/// key classified (`saltq_states::saltconf::keys`): the typed keys, the returner options apart,
+/// and the report. A key neither Salt nor saltq knows is refused.
+fn load_salt(
+    dir: &Path,
+) -> Result<
+    (
+        RawConfig,
+        serde_json::Map<String, serde_json::Value>,
+        saltq_states::saltconf::SaltConfig,
+    ),
+    ConfigError,
+> {
+    use saltq_states::saltconf::{Daemon, SaltConfig, struct_fields};
+    let fields = struct_fields::<RawConfig>();
+    let extra = saltq_returners::is_returner_option;
+    let salt = SaltConfig::read(
+        Daemon::Master,
+        dir,
+        Path::new(DEFAULT_CONFIG_DIR),
+        fields,
+        &extra,
+    )
+    .map_err(config_error)?;
+    salt.check().map_err(config_error)?;
+    let (raw, apart) = salt.typed(fields, &extra).map_err(config_error)?;
+    Ok((raw, apart, salt))
+}
+
+/// The loader's error as the daemon's: unreadable files keep their I/O kind (exit codes).
+fn config_error(e: saltq_states::saltconf::LoadError) -> ConfigError {
+    match (e.io, e.key) {
+        (Some(kind), _) => ConfigError::Read {
+            path: e.path,
+            source: std::io::Error::new(kind, e.message),
+        },
+        (None, Some(key)) if !e.message.starts_with("unknown key") => ConfigError::Value {
+            path: e.path,
+            key,
+            message: e.message,
+        },
+        _ => ConfigError::Invalid {
+            path: e.path,
+            message: e.message,
+        },
+    }
+}
+
+/// `saltq-master --check-config`: every key of `dir`'s config with what saltq does with it,
+/// then whether the master would start. The exit code: 0 when it would, else the load's.
+pub fn check(dir: &Path) -> i32 {
+    use saltq_states::saltconf::{Daemon, SaltConfig, struct_fields};
+    let fields = struct_fields::<RawConfig>();
+    match SaltConfig::read(
+        Daemon::Master,
+        dir,
+        Path::new(DEFAULT_CONFIG_DIR),
+        fields,
+        &saltq_returners::is_returner_option,
+    ) {
+        Ok(salt) => {
+            for f in &salt.loaded.files {
+                println!("# read {}", f.display());
+            }
+            for w in &salt.loaded.warnings {
+                println!("# warning: {w}");
+            }
+            for line in salt.report.lines() {
+                println!("{line}");
+            }
+        }
+        Err(e) => println!("# {}: {e}", e.path.display()),
+    }
+    match MasterConfig::load(dir) {
+        Ok(_) => {
+            println!("# the master starts with this config");
+            0
+        }
+        Err(e) => {
+            println!("# the master would not start: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// A value error with the file that set the key (a `master.d` file, an `include`).
+fn placed(salt: &saltq_states::saltconf::SaltConfig, e: ConfigError) -> ConfigError {
+    match e {
+        ConfigError::Value { key, message, .. } => ConfigError::Value {
+            path: salt.origin_of_path(&key).to_path_buf(),
+            key,
+            message,
+        },
+        other => other,
+    }
+}
+
 impl MasterConfig {
-    /// Reads and validates `DIR/master`. A missing file means all defaults.
+    /// Reads and validates `DIR/master` with its `master.d/*.conf` and `include`s, as Salt
+    /// 3007.8 reads them (`saltq_states::saltconf`). A missing file means all defaults.
     pub fn load(dir: &Path) -> Result<MasterConfig, ConfigError> {
-        let file = dir.join("master");
-        let (raw, returner_opts): (RawConfig, serde_json::Map<String, serde_json::Value>) =
-            saltq_transport::config::load_yaml_split(&file, saltq_returners::is_returner_option)?;
-        let mut cfg = Self::from_raw(raw, file.clone())?;
+        let (raw, returner_opts, salt) = load_salt(dir)?;
+        let file = salt.loaded.file.clone();
+        let mut cfg = Self::from_raw(raw, file.clone()).map_err(|e| placed(&salt, e))?;
+        cfg.salt = salt;
         let mut opts = returner_opts;
         opts.insert("id".into(), serde_json::Value::String(cfg.id.clone()));
         opts.insert(
@@ -444,6 +599,19 @@ impl MasterConfig {
         let network = Network::from_raw(&raw)?;
         let log_level = raw.log_level.clone().unwrap_or_else(|| "warning".into());
         check_log_level(&log_level).map_err(|m| invalid("log_level", m))?;
+        let log = saltq_transport::salt_log::LogOptions::from_raw(
+            saltq_transport::salt_log::RawLogKeys {
+                log_file: raw.log_file.clone(),
+                log_level_logfile: raw.log_level_logfile.clone(),
+                log_fmt_console: raw.log_fmt_console.clone(),
+                log_fmt_logfile: raw.log_fmt_logfile.clone(),
+                log_datefmt: raw.log_datefmt.clone(),
+                log_datefmt_logfile: raw.log_datefmt_logfile.clone(),
+                log_granular_levels: raw.log_granular_levels.clone(),
+            },
+            &root,
+        )
+        .map_err(|(k, m)| invalid(k, m))?;
         let cachedir = path(raw.cachedir.clone(), "/var/cache/saltq/master");
         let pki_dir = path(raw.pki_dir.clone(), "/etc/saltq/pki/master");
         let job_cache = job_cache(&raw, &cachedir)?;
@@ -512,6 +680,8 @@ impl MasterConfig {
             issue_minion_certs: raw.issue_minion_certs.unwrap_or(false),
             metrics_token,
             log_level,
+            log,
+            user: raw.user.clone().filter(|u| !u.is_empty()),
             limits,
             keep_jobs: Duration::from_secs(raw.keep_jobs_seconds.unwrap_or(86400)),
             job_cache,
@@ -558,6 +728,7 @@ impl MasterConfig {
             event_return,
             master_job_cache,
             returner_opts: serde_json::Value::Null,
+            salt: Default::default(),
             timeout,
             gather_job_timeout,
             syndic,
@@ -650,7 +821,11 @@ fn secs(key: &str, v: Option<f64>, default: f64) -> Result<Duration, Invalid> {
 /// The job cache backend (`job_cache`, `job_cache_postgres`, `job_cache_postgres_schema`);
 /// the environment's `SALTQ_JOB_CACHE_POSTGRES` wins over `job_cache_postgres`.
 fn job_cache(raw: &RawConfig, cachedir: &Path) -> Result<saltq_jobcache::CacheConfig, Invalid> {
-    match raw.job_cache.as_deref().unwrap_or("sqlite") {
+    let backend = match &raw.job_cache {
+        Some(JobCacheKey::Backend(name)) => name.as_str(),
+        None | Some(JobCacheKey::Salt(_)) => "sqlite",
+    };
+    match backend {
         "sqlite" => Ok(saltq_jobcache::CacheConfig::Sqlite {
             path: cachedir.join("jobs.sqlite"),
         }),
@@ -782,6 +957,10 @@ fn event_return(raw: &RawConfig) -> Result<Option<saltq_returners::EventReturnCo
         return Ok(None);
     };
     let names = names.names();
+    // Salt's default is `''`: no event returner.
+    if names.is_empty() {
+        return Ok(None);
+    }
     if let Some(n) = names
         .iter()
         .find(|n| !saltq_returners::KNOWN.contains(&n.as_str()))
@@ -940,6 +1119,8 @@ fn gethostname() -> String {
 
 #[cfg(test)]
 pub(crate) mod prop_tests;
+#[cfg(test)]
+mod salt_keys;
 
 #[cfg(test)]
 mod tests {

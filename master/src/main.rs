@@ -56,6 +56,10 @@ struct Args {
     /// Log as JSON lines.
     #[arg(long = "log-json")]
     log_json: bool,
+    /// Print what saltq does with each key of the config (Salt's files as Salt reads them)
+    /// and exit: 0 when the daemon would start with it, 64 when not.
+    #[arg(long = "check-config")]
+    check_config: bool,
 }
 
 fn main() {
@@ -67,6 +71,9 @@ fn main() {
         std::process::exit(saltq_netapi::pam::helper_main());
     }
     let args = Args::parse();
+    if args.check_config {
+        std::process::exit(config::check(&args.config_dir));
+    }
     let mut cfg = match config::MasterConfig::load(&args.config_dir) {
         Ok(c) => c,
         Err(e) => {
@@ -81,8 +88,44 @@ fn main() {
         }
         cfg.log_level = level;
     }
+    // Salt's `user`: the account is looked up, the master's directories and its log file are
+    // given to it, then the process switches to it before the runtime starts and binds.
+    let run_as = match cfg.user.as_deref().map(saltq_transport::config::run_as) {
+        None | Some(Ok(None)) => None,
+        Some(Ok(Some(r))) => Some(r),
+        Some(Err((code, e))) => {
+            eprintln!("saltq-master: user: {e}");
+            std::process::exit(code);
+        }
+    };
+    if let Some(r) = &run_as
+        && let Err(e) = r.prepare_dirs(&[cfg.pki_dir.clone(), cfg.cachedir.clone()])
+    {
+        eprintln!("saltq-master: user: {e}");
+        std::process::exit(saltq_transport::config::EX_NOPERM);
+    }
+    let owner = run_as.as_ref().map(saltq_transport::config::RunAs::owner);
+    let logging = match saltq_transport::config::Logging::prepare(
+        &cfg.log_level,
+        args.log_json,
+        &cfg.log,
+        owner,
+    ) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("saltq-master: {e}");
+            std::process::exit(saltq_transport::config::EX_CANTCREAT);
+        }
+    };
+    if let Some(r) = &run_as
+        && let Err(e) = r.switch()
+    {
+        eprintln!("saltq-master: {e}");
+        std::process::exit(saltq_transport::config::EX_NOPERM);
+    }
     // Rate-limited per kind of message: no peer's repeated input can fill the disk.
-    saltq_transport::config::init_tracing_rate_limited(&cfg.log_level, args.log_json);
+    logging.rate_limited().install();
+    cfg.salt.log();
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {

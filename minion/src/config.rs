@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use saltq_transport::TransportKind;
-use saltq_transport::config::{ConfigError, load_yaml, rooted};
+use saltq_transport::config::{ConfigError, rooted};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -63,6 +63,8 @@ pub struct RawConfig {
     pub pillar: Option<Map<String, Value>>,
     /// External pillar sources for masterless runs (Salt's list form).
     pub ext_pillar: Option<Value>,
+    /// The sources a masterless `pillar.ext` may name (Salt's, default libvirt, virtkey).
+    pub on_demand_ext_pillar: Option<Vec<String>>,
     /// Where the `gpg` renderer's keys are (Salt's, default `<config dir>/gpgkeys`).
     pub gpg_keydir: Option<PathBuf>,
     /// Digest used to compare cached files (Salt's `hash_type`, default sha256).
@@ -85,6 +87,22 @@ pub struct RawConfig {
     pub grains: Option<Map<String, Value>>,
     /// Log level.
     pub log_level: Option<String>,
+    /// Implemented (#27, saltq_transport::salt_log): Salt's `log_file`, a path or syslog at
+    /// `file:///dev/log`, `udp://host[:port]`, `tcp://host[:port]` (`/LOG_FACILITY` after);
+    /// unset, saltq logs to stderr only.
+    pub log_file: Option<String>,
+    /// Implemented (#27): Salt's `log_level_logfile` (default: `log_level`).
+    pub log_level_logfile: Option<String>,
+    /// Implemented (#27): Salt's `log_fmt_console`; set, stderr is written in this format.
+    pub log_fmt_console: Option<String>,
+    /// Implemented (#27): Salt's `log_fmt_logfile` (default Salt's).
+    pub log_fmt_logfile: Option<String>,
+    /// Implemented (#27): Salt's `log_datefmt` (the console's `%(asctime)s`).
+    pub log_datefmt: Option<String>,
+    /// Implemented (#27): Salt's `log_datefmt_logfile`.
+    pub log_datefmt_logfile: Option<String>,
+    /// Implemented (#27): Salt's `log_granular_levels`, logger (`saltq_minion.daemon`) to level.
+    pub log_granular_levels: Option<std::collections::BTreeMap<String, String>>,
     /// Seconds of silence after which the master is considered gone (default 10).
     pub idle_timeout: Option<f64>,
     /// Seconds between keep-alive pings (default 1). A restarted master learns of a minion
@@ -254,6 +272,8 @@ pub struct MinionConfig {
     pub grains: Map<String, Value>,
     /// Log level.
     pub log_level: String,
+    /// Salt's logging keys (`log_file`, `log_fmt_*`, ...), checked.
+    pub log: saltq_transport::salt_log::LogOptions,
     /// Transport limits.
     pub limits: saltq_transport::Limits,
     /// The opt-in health endpoint.
@@ -266,6 +286,9 @@ pub struct MinionConfig {
     pub opts: Value,
     /// The state run made once after the first connection (`startup_states`).
     pub startup: Option<StartupRun>,
+    /// The files read and what saltq does with each key (logged at start,
+    /// `--check-config`).
+    pub salt: saltq_states::saltconf::SaltConfig,
 }
 
 /// The most seconds a duration in the config may be (about 31 years): longer ones would not
@@ -274,6 +297,96 @@ const MAX_SECS: f64 = 1e9;
 
 /// Default config directory.
 pub const DEFAULT_CONFIG_DIR: &str = "/etc/saltq";
+
+/// `DIR/minion`, `minion.d/*.conf` (with `_schedule.conf` and `beacons.conf`) and the
+/// `include`s merged as Salt 3007.8 merges them, every key classified
+/// (`saltq_states::saltconf::keys`): the typed keys, the returner options apart, and the
+/// report. A key neither Salt nor saltq knows is refused.
+fn load_salt(
+    dir: &Path,
+) -> Result<(RawConfig, Map<String, Value>, saltq_states::saltconf::SaltConfig), ConfigError> {
+    use saltq_states::saltconf::{Daemon, SaltConfig, struct_fields};
+    let fields = struct_fields::<RawConfig>();
+    let extra = saltq_returners::is_returner_option;
+    let salt = SaltConfig::read(
+        Daemon::Minion,
+        dir,
+        Path::new(DEFAULT_CONFIG_DIR),
+        fields,
+        &extra,
+    )
+    .map_err(config_error)?;
+    salt.check().map_err(config_error)?;
+    let (raw, apart) = salt.typed(fields, &extra).map_err(config_error)?;
+    Ok((raw, apart, salt))
+}
+
+/// The loader's error as the daemon's: unreadable files keep their I/O kind (exit codes).
+fn config_error(e: saltq_states::saltconf::LoadError) -> ConfigError {
+    match (e.io, e.key) {
+        (Some(kind), _) => ConfigError::Read {
+            path: e.path,
+            source: std::io::Error::new(kind, e.message),
+        },
+        (None, Some(key)) if !e.message.starts_with("unknown key") => ConfigError::Value {
+            path: e.path,
+            key,
+            message: e.message,
+        },
+        _ => ConfigError::Invalid {
+            path: e.path,
+            message: e.message,
+        },
+    }
+}
+
+/// A value error with the file that set the key (a `minion.d` file, an `include`).
+fn placed(salt: &saltq_states::saltconf::SaltConfig, e: ConfigError) -> ConfigError {
+    match e {
+        ConfigError::Value { key, message, .. } => ConfigError::Value {
+            path: salt.origin_of_path(&key).to_path_buf(),
+            key,
+            message,
+        },
+        other => other,
+    }
+}
+
+/// `saltq-minion --check-config`: every key of `dir`'s config with what saltq does with it,
+/// then whether the minion would start. The exit code: 0 when it would, else the load's.
+pub fn check(dir: &Path, id_override: Option<String>) -> i32 {
+    use saltq_states::saltconf::{Daemon, SaltConfig, struct_fields};
+    match SaltConfig::read(
+        Daemon::Minion,
+        dir,
+        Path::new(DEFAULT_CONFIG_DIR),
+        struct_fields::<RawConfig>(),
+        &saltq_returners::is_returner_option,
+    ) {
+        Ok(salt) => {
+            for f in &salt.loaded.files {
+                println!("# read {}", f.display());
+            }
+            for w in &salt.loaded.warnings {
+                println!("# warning: {w}");
+            }
+            for line in salt.report.lines() {
+                println!("{line}");
+            }
+        }
+        Err(e) => println!("# {}: {e}", e.path.display()),
+    }
+    match MinionConfig::load(dir, id_override) {
+        Ok(_) => {
+            println!("# the minion starts with this config");
+            0
+        }
+        Err(e) => {
+            println!("# the minion would not start: {e}");
+            e.exit_code()
+        }
+    }
+}
 
 /// A master to dial.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -488,15 +601,17 @@ fn master_fingers(
 impl MinionConfig {
     /// Reads and validates `DIR/minion`.
     pub fn load(dir: &Path, id_override: Option<String>) -> Result<MinionConfig, ConfigError> {
-        let file = dir.join("minion");
-        let (mut raw, returner_opts): (RawConfig, Map<String, Value>) =
-            saltq_transport::config::load_yaml_split(&file, saltq_returners::is_returner_option)?;
+        let (mut raw, returner_opts, salt) = load_salt(dir)?;
+        let file = salt.loaded.file.clone();
+        // Salt's config directory is the main file's (which the environment may name).
+        let dir = file.parent().unwrap_or(dir);
         if id_override.is_some() {
             raw.id = id_override;
         }
-        let opts: Value =
-            load_yaml::<Option<Value>>(&file, false)?.unwrap_or(Value::Object(Map::new()));
-        let mut cfg = Self::from_raw(raw, opts, file.clone())?;
+        // `__opts__`: every key of every file read, merged.
+        let opts = Value::Object(salt.loaded.opts.clone());
+        let mut cfg = Self::from_raw(raw, opts, file.clone()).map_err(|e| placed(&salt, e))?;
+        cfg.salt = salt;
         let mut ropts = returner_opts;
         ropts.insert("id".into(), Value::String(cfg.id.clone()));
         let set = saltq_returners::Returners::from_opts(&Value::Object(ropts)).map_err(|e| {
@@ -637,6 +752,19 @@ impl MinionConfig {
             keep_alive = keep_alive.min(idle_timeout / 3);
         }
         let log_level = raw.log_level.unwrap_or_else(|| "warning".into());
+        let log = saltq_transport::salt_log::LogOptions::from_raw(
+            saltq_transport::salt_log::RawLogKeys {
+                log_file: raw.log_file.clone(),
+                log_level_logfile: raw.log_level_logfile.clone(),
+                log_fmt_console: raw.log_fmt_console.clone(),
+                log_fmt_logfile: raw.log_fmt_logfile.clone(),
+                log_datefmt: raw.log_datefmt.clone(),
+                log_datefmt_logfile: raw.log_datefmt_logfile.clone(),
+                log_granular_levels: raw.log_granular_levels.clone(),
+            },
+            &root,
+        )
+        .map_err(|(k, m)| bad(k, m))?;
         let hash_type = raw
             .hash_type
             .clone()
@@ -690,6 +818,7 @@ impl MinionConfig {
             recon_randomize: raw.recon_randomize.unwrap_or(true),
             grains: raw.grains.unwrap_or_default(),
             log_level,
+            log,
             limits: saltq_transport::Limits {
                 max_message_size: raw.max_message_size.unwrap_or(16 * 1024 * 1024),
                 idle_timeout,
@@ -702,6 +831,7 @@ impl MinionConfig {
                 None => vec![],
             },
             returner_set: None,
+            salt: Default::default(),
             health: raw.health_port.map(|p| {
                 std::net::SocketAddr::new(
                     raw.health_interface
@@ -756,6 +886,8 @@ pub fn fqdn() -> String {
 
 #[cfg(test)]
 mod prop_tests;
+#[cfg(test)]
+mod salt_keys;
 
 #[cfg(test)]
 mod tests {

@@ -18,5 +18,6 @@ pub mod modules;
 pub mod pillar;
 pub mod render;
 pub mod run;
+pub mod saltconf;
 
 pub use engine::Engine;

@@ -172,7 +172,8 @@ fn regression_huge_seconds_name_the_key() {
         "timeout",
         "gather_job_timeout",
     ] {
-        for v in ["1e300", "1.8e19"] {
+        // YAML 1.1 floats, as Salt's loader reads them (`1e300` is a string there).
+        for v in ["1.0e+300", "1.8e+19"] {
             let (r, _) = load_text(&format!("{key}: {v}\n"));
             let msg = r.expect_err(key);
             assert!(
@@ -181,7 +182,7 @@ fn regression_huge_seconds_name_the_key() {
             );
         }
     }
-    let (r, _) = load_text("event_return: syslog\nevent_return_queue_max_seconds: 1e300\n");
+    let (r, _) = load_text("event_return: syslog\nevent_return_queue_max_seconds: 1.0e+300\n");
     let msg = r.expect_err("event_return_queue_max_seconds");
     assert!(
         msg.contains("key \"event_return_queue_max_seconds\""),

@@ -7,6 +7,8 @@ mod certs;
 mod chaos;
 mod cli;
 mod cluster;
+mod config;
+mod config_keys;
 mod event_acl;
 mod failover;
 mod fileserver;
