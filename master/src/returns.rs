@@ -43,6 +43,7 @@ impl Followers {
 
     /// Starts following `jid`. The receiver has room for every expected return, so a follower
     /// that is busy for a moment never loses one.
+    #[cfg(test)]
     pub fn follow(
         self: &Arc<Self>,
         jid: &str,
@@ -50,7 +51,20 @@ impl Followers {
         user: &str,
         started: DateTime<Utc>,
     ) -> Following {
-        let (tx, rx) = broadcast::channel(expected.len().max(16) + 16);
+        self.follow_with_room(jid, expected, 0, user, started)
+    }
+
+    /// As [`Followers::follow`], with room for `more` returns beyond the expected ones: a top
+    /// master's syndics return for minions it does not know of, in batches.
+    pub fn follow_with_room(
+        self: &Arc<Self>,
+        jid: &str,
+        expected: &[String],
+        more: usize,
+        user: &str,
+        started: DateTime<Utc>,
+    ) -> Following {
+        let (tx, rx) = broadcast::channel(expected.len().max(16) + 16 + more);
         let followed = Arc::new(Followed {
             expected: expected.iter().cloned().collect(),
             user: user.to_owned(),

@@ -282,7 +282,15 @@ impl Master {
             ));
         }
         // Followed before any minion can return.
-        let following = self.followers.follow(&load.jid, &expected, user, now);
+        // A top master hears of its syndics' minions only as they return, in batches.
+        let room = if self.cfg.syndic.order_masters {
+            crate::syndic::FOLLOW_ROOM
+        } else {
+            0
+        };
+        let following = self
+            .followers
+            .follow_with_room(&load.jid, &expected, room, user, now);
         let mut new = record.load;
         if let Value::Object(m) = &mut new {
             m.insert("minions".into(), json!(expected));

@@ -22,6 +22,10 @@ use crate::config::RawConfig;
 /// Salt's default `syndic_wait`, in seconds.
 pub const DEFAULT_SYNDIC_WAIT: f64 = 5.0;
 
+/// Returns a top master's follower of a job has room for beyond its own minions': its
+/// syndics' minions return in batches of up to 500, unannounced to the fan-out's sizing.
+pub const FOLLOW_ROOM: usize = 16_384;
+
 /// How long the top remembers what syndics said about a forwarded job.
 const NOTES_KEPT: Duration = Duration::from_secs(3600);
 
