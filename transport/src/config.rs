@@ -627,6 +627,23 @@ mod tests {
         );
     }
 
+    /// Salt's `check_user`: the user the process already is needs no switch; a user the
+    /// system lacks is `EX_NOUSER`, named.
+    #[test]
+    fn run_as_decides_as_salts_check_user() {
+        let me = nix::unistd::User::from_uid(nix::unistd::geteuid())
+            .unwrap()
+            .unwrap()
+            .name;
+        assert_eq!(run_as(&me), Ok(None));
+        let (code, e) = run_as("no-such-user-h8").unwrap_err();
+        assert_eq!(code, EX_NOUSER);
+        assert!(
+            e.contains("no-such-user-h8") && e.contains("not available"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn root_dir_prefixes_absolute_paths() {
         let r = Path::new("/tmp/r");
