@@ -39,11 +39,7 @@ impl PillarClient for MasterPillar {
                 .get_ext_pillar(req)
                 .await
                 .map_err(|s| s.message().to_owned())?;
-            let resp = resp.into_inner();
-            if resp.pillar_json.is_empty() {
-                return Ok(Value::Object(value::opt_struct(resp.pillar.as_ref())));
-            }
-            serde_json::from_slice(&resp.pillar_json)
+            serde_json::from_slice(&resp.into_inner().pillar_json)
                 .map_err(|e| format!("the master's pillar is not JSON: {e}"))
         })
     }

@@ -87,7 +87,7 @@ pub async fn serve(
     master: &Arc<crate::state::Master>,
     id: &str,
     req: saltq_proto::v1::GetExtPillarRequest,
-) -> Result<saltq_proto::v1::GetPillarResponse, tonic::Status> {
+) -> Result<saltq_proto::v1::GetExtPillarResponse, tonic::Status> {
     use saltq_transport::value;
     let ext = req
         .ext
@@ -111,8 +111,7 @@ pub async fn serve(
     .await
     .map_err(|e| tonic::Status::internal(format!("pillar for {id} failed to compile: {e}")))?;
     // In Salt's key order (the files' order), as the ordered GetPillar answers.
-    Ok(saltq_proto::v1::GetPillarResponse {
-        pillar: None,
+    Ok(saltq_proto::v1::GetExtPillarResponse {
         pillar_json: serde_json::to_vec(&pillar)
             .map_err(|e| tonic::Status::internal(format!("pillar for {id}: {e}")))?,
     })

@@ -277,7 +277,7 @@ impl MinionService for MinionApi {
     async fn get_ext_pillar(
         &self,
         req: Request<pb::GetExtPillarRequest>,
-    ) -> Result<Response<pb::GetPillarResponse>, Status> {
+    ) -> Result<Response<pb::GetExtPillarResponse>, Status> {
         let id = self.admit(&req, false)?;
         crate::ext_pillar::serve(&self.master, &id, req.into_inner())
             .await
