@@ -13,6 +13,7 @@ mod link;
 mod masterless;
 mod mine;
 mod multi;
+mod pillar_ext;
 mod reaper;
 mod renewal;
 mod schedule;
@@ -42,6 +43,10 @@ struct Args {
     /// Log as JSON lines.
     #[arg(long = "log-json")]
     log_json: bool,
+    /// Print what saltq does with each key of the config (Salt's files as Salt reads them)
+    /// and exit: 0 when the minion would start with it, 64 when not.
+    #[arg(long = "check-config")]
+    check_config: bool,
     /// Minion id, overriding `id` in the config (e.g. the Kubernetes node name).
     #[arg(long = "id", env = "SALTQ_MINION_ID", global = true)]
     id: Option<String>,
@@ -62,6 +67,9 @@ enum Cmd {
 
 fn main() {
     let args = Args::parse();
+    if args.check_config {
+        std::process::exit(config::check(&args.config_dir, args.id.clone()));
+    }
     if let Some(Cmd::Reap) = args.cmd {
         // Needs no config: it only reads its pipe from the minion.
         std::process::exit(reaper::serve());
@@ -78,7 +86,7 @@ fn main() {
     }
     if let Some(Cmd::Call(call_args)) = args.cmd.clone() {
         // salt-call logs only problems unless asked for more.
-        saltq_transport::config::init_tracing(&cfg.log_level, args.log_json);
+        init_logging(&cfg, args.log_json);
         let rt = match tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -91,7 +99,8 @@ fn main() {
         };
         std::process::exit(rt.block_on(call::run(cfg, call_args)));
     }
-    saltq_transport::config::init_tracing(&cfg.log_level, args.log_json);
+    init_logging(&cfg, args.log_json);
+    cfg.salt.log();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -127,4 +136,16 @@ fn main() {
         }
     });
     std::process::exit(code);
+}
+
+/// The console and Salt's logging keys (`log_file`, ...); a log file that cannot be opened
+/// stops the minion, naming it.
+fn init_logging(cfg: &config::MinionConfig, json: bool) {
+    match saltq_transport::config::Logging::prepare(&cfg.log_level, json, &cfg.log, None) {
+        Ok(logging) => logging.install(),
+        Err(e) => {
+            eprintln!("saltq-minion: {e}");
+            std::process::exit(saltq_transport::config::EX_CANTCREAT);
+        }
+    }
 }
