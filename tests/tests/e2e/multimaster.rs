@@ -274,3 +274,35 @@ fn master_finger_per_master_checks_each_ca() {
         .join(format!("master_ca.127.0.0.1_{}.crt", m2.port));
     assert!(!pin2.exists(), "no CA pinned for master two");
 }
+
+/// Several jobs from both masters at once (three each, published together, all running at the
+/// same time on the minion): every job's return is stored by the master that published it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_jobs_from_both_masters_each_return_to_their_own() {
+    let m1 = master_named("one", "auto_accept: true\n");
+    let m2 = master_named("two", "auto_accept: true\n");
+    let _m = Minion::start_at(&both(&[&m1, &m2]), "mm6", "");
+    m1.wait_for("mm6");
+    m2.wait_for("mm6");
+    let mut jobs = Vec::new();
+    for i in 0..3 {
+        for (master, who) in [(&m1, "one"), (&m2, "two")] {
+            let said = format!("{who}-{i}");
+            let jid = shell(master, "mm6", &format!("sleep 2; echo {said}"), "").await;
+            jobs.push((master, jid, said));
+        }
+    }
+    for (master, jid, said) in &jobs {
+        eventually(
+            &format!("the return of {jid} ({said})"),
+            Duration::from_secs(30),
+            || (stored(master, jid) == json!({"mm6": said})).then_some(()),
+        );
+    }
+    // The other master knows none of them.
+    for (master, jid, _) in &jobs {
+        let other = if std::ptr::eq(*master, &m1) { &m2 } else { &m1 };
+        let got = stored(other, jid);
+        assert!(got.get("mm6").is_none(), "{jid} is not the other's: {got}");
+    }
+}
