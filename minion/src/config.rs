@@ -568,6 +568,8 @@ fn master_fingers(
 ) -> Result<(Option<String>, Vec<String>), String> {
     match raw {
         None | Some(Value::Null) => Ok((None, vec![])),
+        // Salt's default is `''`: no fingerprint to check.
+        Some(Value::String(s)) if s.is_empty() => Ok((None, vec![])),
         Some(Value::String(s)) => Ok((Some(s.clone()), vec![])),
         Some(Value::Array(list)) if kind == MasterType::Str && masters > 1 => {
             let each = list
