@@ -2,6 +2,7 @@
 //! This file only parses arguments and dispatches; each command lives in its own module.
 
 mod batch;
+mod config;
 mod connect;
 mod exit;
 mod job;
@@ -20,8 +21,8 @@ use saltq_transport::Channel;
 #[command(
     name = "saltq",
     version,
-    override_usage = "saltq [OPTIONS] TARGET FUNCTION [ARGS]...\n       saltq <run|key|jobs|events|pki|completions|manpage> [OPTIONS] ...",
-    after_help = "Subcommands: run (salt-run), key (salt-key), jobs, events, pki, completions, manpage.\nA minion whose id is a subcommand word is reachable with -L."
+    override_usage = "saltq [OPTIONS] TARGET FUNCTION [ARGS]...\n       saltq <run|key|jobs|events|pki|config|completions|manpage> [OPTIONS] ...",
+    after_help = "Subcommands: run (salt-run), key (salt-key), jobs, events, pki, config, completions, manpage.\nA minion whose id is a subcommand word is reachable with -L."
 )]
 struct JobCli {
     #[command(flatten)]
@@ -64,6 +65,9 @@ enum Sub {
     /// Issue certificates from the master's CA (on the master host).
     #[command(subcommand)]
     Pki(misc::PkiCmd),
+    /// Check a master or minion config directory: what saltq does with each key.
+    #[command(subcommand)]
+    Config(config::ConfigCmd),
     /// Print shell completions.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -79,6 +83,7 @@ const SUBCOMMANDS: &[&str] = &[
     "jobs",
     "events",
     "pki",
+    "config",
     "completions",
     "manpage",
     "help",
@@ -239,6 +244,7 @@ fn main() {
                 Sub::Jobs(c) => misc::jobs(&cli.conn, &cli.out, c).await,
                 Sub::Events(a) => misc::events(&cli.conn, a).await,
                 Sub::Pki(c) => misc::pki(&cli.conn, c),
+                Sub::Config(c) => config::run(c),
                 Sub::Completions { shell } => {
                     clap_complete::generate(
                         *shell,

@@ -304,7 +304,14 @@ pub const DEFAULT_CONFIG_DIR: &str = "/etc/saltq";
 /// report. A key neither Salt nor saltq knows is refused.
 fn load_salt(
     dir: &Path,
-) -> Result<(RawConfig, Map<String, Value>, saltq_states::saltconf::SaltConfig), ConfigError> {
+) -> Result<
+    (
+        RawConfig,
+        Map<String, Value>,
+        saltq_states::saltconf::SaltConfig,
+    ),
+    ConfigError,
+> {
     use saltq_states::saltconf::{Daemon, SaltConfig, struct_fields};
     let fields = struct_fields::<RawConfig>();
     let extra = saltq_returners::is_returner_option;
