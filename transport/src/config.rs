@@ -244,26 +244,31 @@ pub struct Logging {
 
 type Base = tracing_subscriber::layer::Layered<
     Option<crate::lograte::RateLimitLayer>,
-    tracing_subscriber::Registry,
+    tracing_subscriber::layer::Layered<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>,
 >;
 type BoxedLayer = Box<dyn tracing_subscriber::Layer<Base> + Send + Sync>;
 
 /// A per-output filter from a [`crate::salt_log::LevelPlan`]: decided once per callsite when
 /// no granular level applies, per event otherwise (a `log` record shares its callsite).
-fn plan_filter(
-    plan: crate::salt_log::LevelPlan,
-) -> impl tracing_subscriber::layer::Filter<Base> + Send + Sync + 'static {
-    use crate::salt_log::python_level;
-    use tracing::subscriber::Interest;
+/// The most verbose `tracing` level a Python level number lets through.
+fn level_hint(handler: u32) -> tracing_subscriber::filter::LevelFilter {
     use tracing_subscriber::filter::LevelFilter;
-    let hint = match plan.handler {
+    match handler {
         0..=5 => LevelFilter::TRACE,
         6..=10 => LevelFilter::DEBUG,
         11..=20 => LevelFilter::INFO,
         21..=30 => LevelFilter::WARN,
         31..=40 => LevelFilter::ERROR,
         _ => LevelFilter::OFF,
-    };
+    }
+}
+
+fn plan_filter(
+    plan: crate::salt_log::LevelPlan,
+) -> impl tracing_subscriber::layer::Filter<Base> + Send + Sync + 'static {
+    use crate::salt_log::python_level;
+    use tracing::subscriber::Interest;
+    let hint = level_hint(plan.handler);
     let on_event = plan.clone();
     tracing_subscriber::filter::DynFilterFn::new(move |meta, _| {
         on_event.enabled(meta.target(), python_level(meta.level()).0)
@@ -348,6 +353,19 @@ impl Logging {
         let limit = self
             .limit
             .then(|| crate::lograte::RateLimitLayer::new(crate::lograte::RateLimit::DAEMON));
+        // A global filter first, at the most verbose output's level (or SALTQ_LOG's), so that
+        // events no output writes (quinn's per-packet trace lines) are never built and the rate
+        // limit counts only what may be written; then the filters per output.
+        let global =
+            tracing_subscriber::EnvFilter::try_from_env("SALTQ_LOG").unwrap_or_else(|_| {
+                let most = self
+                    .file
+                    .as_ref()
+                    .map_or(self.console_plan.handler, |(_, p)| {
+                        p.handler.min(self.console_plan.handler)
+                    });
+                tracing_subscriber::EnvFilter::new(level_hint(most).to_string())
+            });
         let mut layers: Vec<BoxedLayer> = Vec::new();
         let env = tracing_subscriber::EnvFilter::try_from_env("SALTQ_LOG").ok();
         let console: BoxedLayer = match (self.console, self.json) {
@@ -368,8 +386,8 @@ impl Logging {
         if let Some((file, plan)) = self.file {
             layers.push(Box::new(file.with_filter(plan_filter(plan))));
         }
-        // The filters first (per output), so the limit counts only what would be written.
         let _ = tracing_subscriber::registry()
+            .with(global)
             .with(limit)
             .with(layers)
             .try_init();
