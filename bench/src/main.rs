@@ -7,6 +7,7 @@ mod fleet;
 mod flood;
 mod host;
 mod mine_schedule;
+mod pillar_fleet;
 mod procs;
 mod report;
 mod restart;

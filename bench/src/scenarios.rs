@@ -54,6 +54,9 @@ pub enum Scenario {
     /// A top master and 2 syndics with a swarm of SIZE each, `'*' test.ping`, beside one
     /// master with a swarm of 2 × SIZE.
     Syndic,
+    /// A swarm of SIZE connecting and reconnecting to a master whose pillar is 50 Jinja SLS
+    /// with includes, beside the same data as plain YAML and no pillar (issue 33).
+    PillarFleet,
 }
 
 impl Scenario {
@@ -74,6 +77,7 @@ impl Scenario {
             Scenario::Flood => "flood",
             Scenario::MineSchedule => "mine-schedule",
             Scenario::Syndic => "syndic",
+            Scenario::PillarFleet => "pillar-fleet",
         }
     }
 
@@ -93,6 +97,7 @@ impl Scenario {
             Scenario::Flood => 100,
             Scenario::MineSchedule => 10_000,
             Scenario::Syndic => 5000,
+            Scenario::PillarFleet => 10_000,
         }
     }
 }
@@ -116,6 +121,7 @@ pub const ALL: &[(Scenario, usize)] = &[
     (Scenario::Flood, 100),
     (Scenario::MineSchedule, 10_000),
     (Scenario::Syndic, 5000),
+    (Scenario::PillarFleet, 10_000),
 ];
 
 /// What every scenario shares.
@@ -184,6 +190,7 @@ impl Ctx {
             Scenario::Flood => self.flood(size).await,
             Scenario::MineSchedule => self.mine_schedule(size).await,
             Scenario::Syndic => self.syndic(size).await,
+            Scenario::PillarFleet => self.pillar_fleet(size).await,
         };
         match (&result, self.scratch.take()) {
             (Ok(()), Some(d)) if std::env::var_os("SALTQ_BENCH_KEEP").is_none() => {
