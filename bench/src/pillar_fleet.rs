@@ -9,8 +9,9 @@
 //!
 //! For each tree: the swarm's first connection (keys accepted, certificates issued, every
 //! pillar compiled), then the master SIGKILLed and restarted on the same address `--runs`
-//! times (its per-minion cache is gone: every pillar compiled again), then the swarm stopped
-//! and started against the running master (its cache is warm: nothing to recompile). Each
+//! times (its per-minion cache is gone: every pillar compiled again), then the swarm frozen
+//! (SIGSTOP) until the master has dropped every connection and thawed: the same minions
+//! resubscribe to the same master, whose cache is warm (nothing to recompile). Each
 //! phase: wall time until all subscribed, the master's CPU seconds over it, its peak RSS.
 
 use std::collections::BTreeMap;
@@ -19,6 +20,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 use saltq_proto::v1::run_response::Kind;
 use saltq_proto::v1::{PublishRequest, RunRequest};
 use serde_json::{Value, json};
@@ -386,25 +389,41 @@ impl Ctx {
                 check_targets(&master, tree, n).await?;
             }
 
-            // The swarm restarted against the running master: the cache is warm.
-            swarm.stop();
-            let deadline = Instant::now() + Duration::from_secs(120);
-            while master.connected()? > 0 {
-                if Instant::now() > deadline {
-                    bail!("{} tree: the stopped swarm still connected", tree.name());
+            // A partition healed: the swarm frozen (SIGSTOP) past the master's 10 s idle
+            // timeout, so the master drops every connection, then thawed: the same minion
+            // processes (the same grains, `pid` included) subscribe again to the same master,
+            // whose cache is warm.
+            let pid = Pid::from_raw(swarm.pid() as i32);
+            kill(pid, Signal::SIGSTOP).context("cannot stop the swarm (SIGSTOP)")?;
+            let frozen = Instant::now();
+            let dropped = loop {
+                let c = master.connected();
+                if matches!(c, Ok(0)) {
+                    break Ok(());
+                }
+                if frozen.elapsed() > Duration::from_secs(120) {
+                    break Err(anyhow::anyhow!(
+                        "{} tree: the master still counts {c:?} minions 120 s after the swarm froze",
+                        tree.name()
+                    ));
                 }
                 std::thread::sleep(Duration::from_millis(250));
-            }
+            };
+            kill(pid, Signal::SIGCONT).context("cannot resume the swarm (SIGCONT)")?;
+            dropped?;
             let cpu0 = host::cpu_seconds(master.proc.pid());
             let started = Instant::now();
-            let mut swarm = start_swarm(&self.bins, &tdir.join("swarm"), n, port)?;
             let took = master.wait_connected(n as u64, started, limit, &mut [&mut swarm])?;
             let warm = Phase {
                 secs: took.as_secs_f64(),
                 cpu_s: host::cpu_seconds(master.proc.pid()) - cpu0,
                 hwm_mib: master.proc.hwm_kib()? as f64 / 1024.0,
             };
-            eprintln!("  {}: swarm reconnected, cache warm {warm:?}", tree.name());
+            eprintln!(
+                "  {}: swarm thawed after {:.1} s frozen, cache warm {warm:?}",
+                tree.name(),
+                frozen.elapsed().as_secs_f64() - warm.secs
+            );
             check_targets(&master, tree, n).await?;
             swarm.stop();
             master.proc.stop();
@@ -494,7 +513,7 @@ impl Ctx {
             self.figures.push(
                 fig(
                     warm_m,
-                    format!("{what}, swarm of {n} restarted, master's cache warm"),
+                    format!("{what}, swarm of {n} frozen past the idle timeout and thawed: all resubscribed (cache warm)"),
                     "s",
                     Summary::single(r.warm.secs),
                 )
