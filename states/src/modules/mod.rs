@@ -25,6 +25,7 @@ pub mod module;
 pub mod mount;
 pub mod pkg;
 pub mod pkgrepo;
+pub mod postgres;
 pub mod saltmod;
 pub mod saltutil;
 pub mod service;
@@ -193,6 +194,7 @@ pub const MODULES: &[&[StateFunction]] = &[
     mount::FUNCTIONS,
     pkg::FUNCTIONS,
     pkgrepo::FUNCTIONS,
+    postgres::FUNCTIONS,
     saltmod::FUNCTIONS,
     saltutil::FUNCTIONS,
     service::FUNCTIONS,
