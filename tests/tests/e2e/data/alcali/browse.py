@@ -151,17 +151,26 @@ class Browser:
         raise Failure(f"timed out after {timeout} s waiting for {what}")
 
     def click(self, what, expression, timeout=STEP_TIMEOUT):
-        """Clicks, with the mouse, the middle of the element `expression` finds."""
+        """Clicks, with the mouse, the middle of the element `expression` finds, once it has
+        stopped moving (the same box in two polls: Vuetify's menus and speed dials slide their
+        buttons in, slower on a loaded machine) and nothing covers it there."""
         rect = self.until(
             what,
             f"""(() => {{ const e = {expression};
                 if (!e) return null;
                 e.scrollIntoView({{block: 'center'}});
                 const r = e.getBoundingClientRect();
-                return r.width > 0 ? {{x: r.x + r.width / 2, y: r.y + r.height / 2}} : null;
+                if (!(r.width > 0)) return null;
+                const box = [r.x, r.y, r.width, r.height].join(',');
+                const still = window.__saltqClickBox === box;
+                window.__saltqClickBox = box;
+                const x = r.x + r.width / 2, y = r.y + r.height / 2;
+                const hit = document.elementFromPoint(x, y);
+                return still && hit && (hit === e || e.contains(hit)) ? {{x, y}} : null;
             }})()""",
             timeout,
         )
+        self.js("window.__saltqClickBox = null")
         for kind in ("mousePressed", "mouseReleased"):
             self.call(
                 "Input.dispatchMouseEvent",
@@ -344,9 +353,13 @@ def main():
                 )
                 time.sleep(0.5)
             b.click("the refresh-schedules button", refresh)
+            b.until(
+                "Alcali's 'Schedules refreshed' (its answer to the refresh)",
+                "document.body.innerText.includes('Schedules refreshed')",
+            )
             schedules = b.until(
-                f"Alcali's 'Schedules refreshed' and {schedule} of {minion} in its table",
-                f"""(() => {{ if (!document.body.innerText.includes('Schedules refreshed')) return null;
+                f"{schedule} of {minion} in the schedules table",
+                f"""(() => {{
                     const r = [...document.querySelectorAll('table tbody tr')]
                         .map(r => r.innerText)
                         .filter(t => t.includes({json.dumps(minion)}) && t.includes({json.dumps(schedule)}));
