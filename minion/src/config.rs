@@ -299,9 +299,9 @@ const MAX_SECS: f64 = 1e9;
 pub const DEFAULT_CONFIG_DIR: &str = "/etc/saltq";
 
 /// `DIR/minion`, `minion.d/*.conf` (with `_schedule.conf` and `beacons.conf`) and the
-/// `include`s merged as Salt 3007.8 merges them, every key classified
-/// (`saltq_states::saltconf::keys`): the typed keys, the returner options apart, and the
-/// report. A key neither Salt nor saltq knows is refused.
+/// `include`s merged as Salt 3007.8 merges them (`saltq_states::saltconf::daemon::load`): the
+/// typed keys, the returner options apart, and the report. A key neither Salt nor saltq knows
+/// is refused.
 fn load_salt(
     dir: &Path,
 ) -> Result<
@@ -312,87 +312,24 @@ fn load_salt(
     ),
     ConfigError,
 > {
-    use saltq_states::saltconf::{Daemon, SaltConfig, struct_fields};
-    let fields = struct_fields::<RawConfig>();
-    let extra = saltq_returners::is_returner_option;
-    let salt = SaltConfig::read(
-        Daemon::Minion,
+    saltq_states::saltconf::daemon::load(
+        saltq_states::saltconf::Daemon::Minion,
         dir,
         Path::new(DEFAULT_CONFIG_DIR),
-        fields,
-        &extra,
+        &saltq_returners::is_returner_option,
     )
-    .map_err(config_error)?;
-    salt.check().map_err(config_error)?;
-    let (raw, apart) = salt.typed(fields, &extra).map_err(config_error)?;
-    Ok((raw, apart, salt))
-}
-
-/// The loader's error as the daemon's: unreadable files keep their I/O kind (exit codes).
-fn config_error(e: saltq_states::saltconf::LoadError) -> ConfigError {
-    match (e.io, e.key) {
-        (Some(kind), _) => ConfigError::Read {
-            path: e.path,
-            source: std::io::Error::new(kind, e.message),
-        },
-        (None, Some(key)) if !e.message.starts_with("unknown key") => ConfigError::Value {
-            path: e.path,
-            key,
-            message: e.message,
-        },
-        _ => ConfigError::Invalid {
-            path: e.path,
-            message: e.message,
-        },
-    }
-}
-
-/// A value error with the file that set the key (a `minion.d` file, an `include`).
-fn placed(salt: &saltq_states::saltconf::SaltConfig, e: ConfigError) -> ConfigError {
-    match e {
-        ConfigError::Value { key, message, .. } => ConfigError::Value {
-            path: salt.origin_of_path(&key).to_path_buf(),
-            key,
-            message,
-        },
-        other => other,
-    }
 }
 
 /// `saltq-minion --check-config`: every key of `dir`'s config with what saltq does with it,
 /// then whether the minion would start. The exit code: 0 when it would, else the load's.
 pub fn check(dir: &Path, id_override: Option<String>) -> i32 {
-    use saltq_states::saltconf::{Daemon, SaltConfig, struct_fields};
-    match SaltConfig::read(
-        Daemon::Minion,
+    saltq_states::saltconf::daemon::check::<RawConfig>(
+        saltq_states::saltconf::Daemon::Minion,
         dir,
         Path::new(DEFAULT_CONFIG_DIR),
-        struct_fields::<RawConfig>(),
         &saltq_returners::is_returner_option,
-    ) {
-        Ok(salt) => {
-            for f in &salt.loaded.files {
-                println!("# read {}", f.display());
-            }
-            for w in &salt.loaded.warnings {
-                println!("# warning: {w}");
-            }
-            for line in salt.report.lines() {
-                println!("{line}");
-            }
-        }
-        Err(e) => println!("# {}: {e}", e.path.display()),
-    }
-    match MinionConfig::load(dir, id_override) {
-        Ok(_) => {
-            println!("# the minion starts with this config");
-            0
-        }
-        Err(e) => {
-            println!("# the minion would not start: {e}");
-            e.exit_code()
-        }
-    }
+        || MinionConfig::load(dir, id_override).map(drop),
+    )
 }
 
 /// A master to dial.
@@ -619,7 +556,8 @@ impl MinionConfig {
         }
         // `__opts__`: every key of every file read, merged.
         let opts = Value::Object(salt.loaded.opts.clone());
-        let mut cfg = Self::from_raw(raw, opts, file.clone()).map_err(|e| placed(&salt, e))?;
+        let mut cfg = Self::from_raw(raw, opts, file.clone())
+            .map_err(|e| saltq_states::saltconf::daemon::placed(&salt, e))?;
         cfg.salt = salt;
         let mut ropts = returner_opts;
         ropts.insert("id".into(), Value::String(cfg.id.clone()));

@@ -1,81 +1,10 @@
-//! The key table against Salt 3007.8's own tables, read from the installed Salt package at
-//! test time (`SALTQ_TEST_SALT_PYTHON`, a Python with `salt==3007.8`; `SALTQ_TEST_SALT_CONF`, the
-//! sdist's `conf/` directory for the keys only documented there; `.ci/run` installs both).
-//! Without them the test says it skipped, unless `SALTQ_CI` is set: then it fails.
+//! The key table against Salt 3007.8's own tables (`saltq_states::saltconf::salt_tables`).
 
-use saltq_states::saltconf::{Daemon, keys, struct_fields};
+use saltq_states::saltconf::{Daemon, salt_tables, struct_fields};
 
 use super::RawConfig;
 
-/// Salt's keys for `daemon`: its `DEFAULT_*_OPTS`, and (as the known set) `VALID_OPTS` and
-/// the keys its shipped config file documents. `None` when Salt is not installed.
-fn salt_keys(daemon: Daemon) -> Option<(Vec<String>, Vec<String>)> {
-    let python = std::env::var("SALTQ_TEST_SALT_PYTHON").ok();
-    let conf = std::env::var("SALTQ_TEST_SALT_CONF").ok();
-    let (Some(python), Some(conf)) = (python, conf) else {
-        assert!(
-            std::env::var_os("SALTQ_CI").is_none(),
-            "SALTQ_TEST_SALT_PYTHON and SALTQ_TEST_SALT_CONF must be set in CI"
-        );
-        eprintln!(
-            "skipped: set SALTQ_TEST_SALT_PYTHON (a python with salt==3007.8) and \
-             SALTQ_TEST_SALT_CONF (its sdist's conf/) to check the key table against Salt"
-        );
-        return None;
-    };
-    let table = match daemon {
-        Daemon::Master => "DEFAULT_MASTER_OPTS",
-        Daemon::Minion => "DEFAULT_MINION_OPTS",
-    };
-    let script = format!(
-        "import json, salt.config as c, salt.version as v\n\
-         assert v.__version__ == '3007.8', v.__version__\n\
-         print(json.dumps([sorted(c.{table}), sorted(set(c.VALID_OPTS) | set(c.DEFAULT_MASTER_OPTS) | set(c.DEFAULT_MINION_OPTS))]))"
-    );
-    let out = std::process::Command::new(&python)
-        .arg("-c")
-        .arg(script)
-        .output()
-        .expect("run SALTQ_TEST_SALT_PYTHON");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let (defaults, mut known): (Vec<String>, Vec<String>) =
-        serde_json::from_slice(&out.stdout).expect("salt's key lists");
-    // Keys the shipped file documents (`#key:` at the start of a line) are Salt's too.
-    let text = std::fs::read_to_string(std::path::Path::new(&conf).join(daemon.name()))
-        .expect("read the sdist's conf file");
-    for line in text.lines() {
-        let l = line.strip_prefix('#').unwrap_or(line);
-        if let Some((k, _)) = l.split_once(':')
-            && !k.is_empty()
-            && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && k.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        {
-            known.push(k.to_owned());
-        }
-    }
-    Some((defaults, known))
-}
-
 #[test]
 fn every_salt_key_has_a_declared_kind_and_the_table_only_salts() {
-    let daemon = Daemon::Master;
-    let Some((defaults, known)) = salt_keys(daemon) else {
-        return;
-    };
-    let fields = struct_fields::<RawConfig>();
-    let defaults: Vec<&str> = defaults.iter().map(String::as_str).collect();
-    let known: Vec<&str> = known.iter().map(String::as_str).collect();
-    let missing = keys::undeclared(daemon, fields, &defaults);
-    assert!(
-        missing.is_empty(),
-        "keys of Salt's {} with no kind in saltq (add them to saltconf/keys.rs): {missing:?}",
-        daemon.name()
-    );
-    let stale = keys::stale(daemon, fields, &known);
-    assert!(stale.is_empty(), "{stale:?}");
-    assert!(defaults.len() > 250, "{}", defaults.len());
+    salt_tables::assert_table_matches_salt(Daemon::Master, struct_fields::<RawConfig>());
 }

@@ -7,7 +7,9 @@
 //!
 //! The merge is pure ([`update`], [`include_order`]); only [`load`] touches the disk.
 
+pub mod daemon;
 pub mod keys;
+pub mod salt_tables;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
