@@ -19,6 +19,8 @@ use super::RenderError;
 /// Parses YAML 1.1 text into ordered JSON data, as Salt's `SaltYamlSafeLoader` with
 /// ordered maps; an empty document is `null`.
 pub fn load_yaml(text: &str) -> Result<Value, RenderError> {
+    let split = pyyaml_anchor_names(text)?;
+    let text = split.as_deref().unwrap_or(text);
     let mut builder = Builder {
         events: events(text)?,
         pos: 0,
@@ -26,6 +28,61 @@ pub fn load_yaml(text: &str) -> Result<Value, RenderError> {
         copied: 0,
     };
     builder.document()
+}
+
+/// The characters PyYAML allows in an anchor or alias name.
+fn pyyaml_anchor_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '-' || c == '_'
+}
+
+/// PyYAML ends an anchor or alias name at the first character outside `[0-9A-Za-z_-]`, where
+/// one of `?:,]}%@` and a backquote may follow it (vim-formula's `&colorcolumn: x` is an
+/// anchored empty key, `null` in JSON), and refuses any other character there. YAML 1.2, and
+/// yaml-rust2 with it, reads on (`colorcolumn:` is the name and `x` the value). The names
+/// yaml-rust2's scanner finds are split where PyYAML's end, by a space, so that both read the
+/// same nodes; `None` when no name needs it. A scanner error is left to the parse.
+fn pyyaml_anchor_names(text: &str) -> Result<Option<String>, RenderError> {
+    if !text.contains(['&', '*']) {
+        return Ok(None);
+    }
+    let mut splits = Vec::new();
+    for yaml_rust2::scanner::Token(mark, token) in yaml_rust2::scanner::Scanner::new(text.chars()) {
+        let name = match &token {
+            yaml_rust2::scanner::TokenType::Anchor(n)
+            | yaml_rust2::scanner::TokenType::Alias(n) => n,
+            _ => continue,
+        };
+        let Some((at, c)) = name
+            .chars()
+            .enumerate()
+            .find(|(_, c)| !pyyaml_anchor_char(*c))
+        else {
+            continue;
+        };
+        if at == 0 || !"?:,]}%@`".contains(c) {
+            // Salt's YAML renderer keeps a scanner error's problem alone (libyaml's words) and
+            // its line.
+            return Err(RenderError {
+                message: "did not find expected alphabetic or numeric character".into(),
+                line: Some(mark.line()),
+            });
+        }
+        // The name starts one character after the `&` or `*` the token is marked at.
+        splits.push(mark.index() + 1 + at);
+    }
+    if splits.is_empty() {
+        return Ok(None);
+    }
+    let mut out = String::with_capacity(text.len() + splits.len());
+    let mut next = splits.iter().peekable();
+    for (i, c) in text.chars().enumerate() {
+        if next.peek() == Some(&&i) {
+            out.push(' ');
+            next.next();
+        }
+        out.push(c);
+    }
+    Ok(Some(out))
 }
 
 /// yaml-rust2's error in PyYAML's words: a scanner error is its problem alone (Salt's YAML
@@ -419,5 +476,28 @@ mod tests {
         assert_eq!(v["b"], "0644");
         assert_eq!(v["c"], -10);
         assert_eq!(v["d"], "1e3");
+    }
+
+    #[test]
+    fn anchor_names_end_where_pyyaml_ends_them() {
+        // vim-formula's pillar.example: an anchored empty key (None in Python).
+        let v = load_yaml("lets:\n  &colorcolumn: join(range(121,121),\",\")\n").unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"lets": {"null": "join(range(121,121),\",\")"}})
+        );
+        let v = load_yaml("a: &x 1\nb: *x\n? &k\n: v\nq: 'text &n: *m:'\n").unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"a": 1, "b": 1, "null": "v", "q": "text &n: *m:"})
+        );
+        let v = load_yaml("k: &a1 v\nl: {x: *a1}\n").unwrap();
+        assert_eq!(v, serde_json::json!({"k": "v", "l": {"x": "v"}}));
+        let e = load_yaml("a: &x.y 1\n").unwrap_err();
+        assert_eq!(
+            e.message,
+            "did not find expected alphabetic or numeric character"
+        );
+        assert_eq!(e.line, Some(1));
     }
 }
