@@ -246,6 +246,16 @@ impl JobCache {
         self.submit(|reply| Request::StoreReturn(ret, reply)).await
     }
 
+    /// Adds `minions` to the expected minions of stored job `jid` (once each, the whole list
+    /// then sorted as Salt's `get_load` answers `Minions`), as a top master records what a syndic expects (Salt's
+    /// `save_minions(jid, minions, syndic_id)`, which `get_load` merges into `Minions`).
+    /// False when the cache holds no such job.
+    pub async fn add_minions(&self, jid: &str, minions: &[String]) -> Result<bool, CacheError> {
+        let (jid, minions) = (jid.to_owned(), minions.to_vec());
+        self.submit(|reply| Request::AddMinions(jid, minions, reply))
+            .await
+    }
+
     /// The job with this jid, if stored.
     pub async fn get_job(&self, jid: &str) -> Result<Option<JobRecord>, CacheError> {
         let result = match &self.inner.reader {

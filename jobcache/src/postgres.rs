@@ -67,6 +67,8 @@ struct Sql {
     create: String,
     /// Stores a job unless its jid is taken.
     save_job: String,
+    /// Merges minions into a job's expected ones (a syndic's), sorted as Salt's `get_load`.
+    add_minions: String,
     /// Raises the last jid.
     raise_last_jid: String,
     /// Stores a batch of returns given as arrays, skipping unknown jobs and repeats; returns what it stored.
@@ -147,6 +149,11 @@ impl Sql {
             save_job: format!(
                 "INSERT INTO {jobs} (jid, load, minions, start_time) VALUES ($1, $2, $3, $4)
                  ON CONFLICT (jid) DO NOTHING"
+            ),
+            add_minions: format!(
+                "UPDATE {jobs} SET minions = ARRAY(
+                     SELECT DISTINCT m COLLATE \"C\" FROM unnest(minions || $2::text[]) AS m ORDER BY 1)
+                 WHERE jid = $1"
             ),
             raise_last_jid: format!(
                 "INSERT INTO {last_jid} AS l (one, jid) VALUES (true, $1)
@@ -299,6 +306,7 @@ pub(crate) async fn open(
 /// The writer's prepared statements.
 struct WriteStatements {
     save_job: Statement,
+    add_minions: Statement,
     raise_last_jid: Statement,
     insert_returns: Statement,
     existing_jobs: Statement,
@@ -311,6 +319,7 @@ impl WriteStatements {
     async fn prepare(client: &Client, sql: &Sql) -> Result<WriteStatements, tokio_postgres::Error> {
         Ok(WriteStatements {
             save_job: client.prepare(&sql.save_job).await?,
+            add_minions: client.prepare(&sql.add_minions).await?,
             raise_last_jid: client.prepare(&sql.raise_last_jid).await?,
             insert_returns: client.prepare(&sql.insert_returns).await?,
             existing_jobs: client.prepare(&sql.existing_jobs).await?,
@@ -443,6 +452,13 @@ async fn apply_batch(
             Request::CheckWritable(_) => {
                 tx.execute(&st.health, &[]).await?;
                 Applied::Done
+            }
+            Request::AddMinions(jid, add, _) => {
+                if tx.execute(&st.add_minions, &[jid, add]).await? == 0 {
+                    Applied::MissingJob
+                } else {
+                    Applied::Done
+                }
             }
             // Handled as a run above.
             Request::StoreReturn(..) => Applied::Done,

@@ -267,6 +267,25 @@ fn apply(tx: &Transaction<'_>, request: &Request) -> rusqlite::Result<Applied> {
                 .execute([before])?;
             Ok(Applied::Pruned(pruned))
         }
+        Request::AddMinions(jid, add, _) => {
+            let have: Option<String> = tx
+                .prepare_cached("SELECT minions FROM jobs WHERE jid = ?1")?
+                .query_row([jid], |r| r.get(0))
+                .optional()?;
+            let Some(have) = have else {
+                return Ok(Applied::MissingJob);
+            };
+            let mut minions: Vec<String> = serde_json::from_str(&have).unwrap_or_default();
+            if add.iter().all(|m| minions.contains(m)) {
+                return Ok(Applied::Done);
+            }
+            minions.extend(add.iter().cloned());
+            minions.sort();
+            minions.dedup();
+            tx.prepare_cached("UPDATE jobs SET minions = ?2 WHERE jid = ?1")?
+                .execute(params![jid, Value::from(minions.as_slice()).to_string()])?;
+            Ok(Applied::Done)
+        }
         Request::CheckWritable(_) => {
             tx.prepare_cached(
                 "INSERT INTO health (one, checked_at) VALUES (1, ?1)

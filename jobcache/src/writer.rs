@@ -35,6 +35,8 @@ pub(crate) enum Request {
     Prune(DateTime<Utc>, Reply<usize>),
     /// Write the health row, proving the cache takes writes.
     CheckWritable(Reply<()>),
+    /// Add minions to a stored job's expected ones (a syndic's, at a top master).
+    AddMinions(String, Vec<String>, Reply<bool>),
 }
 
 /// What applying one request inside the batch's transaction came to (not a database failure:
@@ -64,6 +66,7 @@ impl Request {
                 format!("prune of jobs started before {}", before.to_rfc3339())
             }
             Request::CheckWritable(_) => "the writability probe".to_owned(),
+            Request::AddMinions(jid, _, _) => format!("minions of job {jid}"),
         }
     }
 
@@ -111,6 +114,9 @@ impl Request {
                 };
                 let _ = reply.send(Ok(n));
             }
+            Request::AddMinions(_, _, reply) => {
+                let _ = reply.send(Ok(applied != Applied::MissingJob));
+            }
         }
     }
 
@@ -131,6 +137,9 @@ impl Request {
                 let _ = reply.send(Err(error));
             }
             Request::Prune(_, reply) => {
+                let _ = reply.send(Err(error));
+            }
+            Request::AddMinions(_, _, reply) => {
                 let _ = reply.send(Err(error));
             }
         }

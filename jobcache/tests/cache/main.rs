@@ -44,4 +44,5 @@ both_backends!(
     burst_is_batched,
     two_handles_share,
     allocated_jids_are_unique_across_handles,
+    add_minions_merges,
 );

@@ -513,3 +513,36 @@ pub async fn allocated_jids_are_unique_across_handles(fx: &Fixture) {
         jid_at(t0() + Duration::seconds(61) + Duration::microseconds(1))
     );
 }
+
+/// A syndic's minions join a stored job's expected ones once each, in a committed write; an
+/// unknown jid is answered false and stores nothing.
+pub async fn add_minions_merges(fx: &Fixture) {
+    let cache = fx.open().await;
+    let j = ping_job(t0(), &["t1"]);
+    cache.save_job(&j).await.expect("save");
+    let s = |v: &[&str]| v.iter().map(|m| m.to_string()).collect::<Vec<_>>();
+    assert!(
+        cache
+            .add_minions(&j.jid, &s(&["b2", "a1", "t1", "b2"]))
+            .await
+            .expect("add")
+    );
+    assert!(
+        cache
+            .add_minions(&j.jid, &s(&["a1", "c1"]))
+            .await
+            .expect("add")
+    );
+    let got = cache.get_job(&j.jid).await.expect("get").expect("job");
+    assert_eq!(got.minions, s(&["a1", "b2", "c1", "t1"]));
+    assert!(
+        !cache
+            .add_minions("20000101000000000000", &s(&["x"]))
+            .await
+            .expect("unknown jid")
+    );
+    assert_eq!(
+        cache.get_job("20000101000000000000").await.expect("get"),
+        None
+    );
+}

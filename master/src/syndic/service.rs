@@ -117,6 +117,26 @@ impl SyndicService for SyndicApi {
                 body.jid
             )));
         }
+        // The top's job cache expects them too (Salt's `save_minions(jid, minions,
+        // syndic_id)`, merged into the load's `Minions`), so the job's listing and lookups
+        // name the minions below.
+        if !body.minions.is_empty() {
+            tracing::debug!(jid = %body.jid, syndic = %id, minions = ?body.minions, "adding minions for job from syndic master");
+            match self
+                .master
+                .cache
+                .add_minions(&body.jid, &body.minions)
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::warn!(jid = %body.jid, syndic = %id, "the job cache holds no such job: the syndic's minions not recorded")
+                }
+                Err(e) => {
+                    tracing::warn!(jid = %body.jid, syndic = %id, "the syndic's minions not recorded: {e}")
+                }
+            }
+        }
         // Salt's shapes: the lower master fires `{"minions": [...]}` under the bare jid; its
         // syndic forwards it, and the top fires it as is and under `syndic/<id>/` (what the
         // top's `get_iter_returns` listens to).
