@@ -17,6 +17,9 @@ pub struct PublishSpec {
     pub tgt_type: TargetType,
     /// The load fields other than jid and user.
     pub req: pb::PublishRequest,
+    /// How long the caller waits (Salt's `to`), when it says: a top master hands it to its
+    /// syndics so their masters follow the job as long; the master's `timeout` otherwise.
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// Validates a publish request: function names and target, before anything is sent.
@@ -57,6 +60,7 @@ pub fn validate(
             tgt: req.tgt.clone(),
             tgt_type,
             req,
+            timeout: None,
         },
         target,
     ))

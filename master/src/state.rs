@@ -266,6 +266,7 @@ impl Master {
         }
         let jid = self.next_jid(&spec.req.jid).await?;
         let now = chrono::Utc::now();
+        let to = spec.timeout.unwrap_or(self.cfg.timeout);
         let load = crate::load::make(spec, target, &jid, user, now);
         let record = JobRecord {
             jid: load.jid.clone(),
@@ -304,7 +305,7 @@ impl Master {
         });
         if let (true, Some(Kind::Job(l))) = (self.cfg.syndic.order_masters, &msg.kind) {
             let now = std::time::Instant::now();
-            self.syndics.forward(l, self.cfg.timeout, now);
+            self.syndics.forward(l, to, now);
         }
         let delivered = self.delivery.deliver(&expected, msg).await;
         if delivered.sent.len() < expected.len() {

@@ -166,7 +166,9 @@ impl JobService for JobApi {
             body.gather_job_timeout,
             self.master.cfg.gather_job_timeout,
         )?;
-        let (spec, target) = self.master.validate(publish)?;
+        let (mut spec, target) = self.master.validate(publish)?;
+        // Syndics below follow the job as long as this caller waits (Salt's `to`).
+        spec.timeout = Some(timeout);
         let published = self.master.publish_for_client(spec, &target, &who).await?;
         let (tx, out) = mpsc::channel(256);
         send(&tx, Kind::Published(published.resp.clone())).await;

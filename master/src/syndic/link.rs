@@ -87,7 +87,10 @@ async fn hold(master: Arc<Master>) {
         }
     };
     if master.cfg.syndic.forward_all_events && master.cfg.syndic.masters.len() > 1 {
-        tracing::info!("syndic_forward_all_events: the syndic holds one top master at a time");
+        // As Salt 3007.8's syndic, which declares the key and reads it nowhere.
+        tracing::info!(
+            "syndic_forward_all_events has no effect (as in Salt): events go to the top master linked"
+        );
     }
     let up: Arc<watch::Sender<Option<Client>>> = Arc::new(watch::channel(None).0);
     tokio::select! {
@@ -323,8 +326,13 @@ async fn republish(master: Arc<Master>, job: pb::SyndicJob, up: watch::Receiver<
         return;
     };
     let (jid, user) = (load.jid.clone(), load.user.clone());
+    let timeout = follow_timeout(job.timeout);
     let published = match master.validate(publish_request(load)) {
-        Ok((spec, target)) => master.publish(spec, &target, &user).await,
+        Ok((mut spec, target)) => {
+            // A syndic of a syndic hands the top's timeout further down.
+            spec.timeout = Some(timeout);
+            master.publish(spec, &target, &user).await
+        }
         Err(e) => Err(e),
     };
     let expect = |minions: Vec<String>, missing: Vec<String>| pb::SyndicExpectRequest {
@@ -347,7 +355,6 @@ async fn republish(master: Arc<Master>, job: pb::SyndicJob, up: watch::Receiver<
         published.resp.missing.clone(),
     );
     send_up(&up, Up::Expect(req), &jid).await;
-    let timeout = follow_timeout(job.timeout);
     let gather = master.cfg.gather_job_timeout;
     let mut follower = Follower::new(master.clone(), published, &user, timeout, gather);
     while let Some(first) = follower.next().await {

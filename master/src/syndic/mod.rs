@@ -51,8 +51,9 @@ pub struct SyndicConfig {
     pub wait: Duration,
     /// The order the top masters are tried in (`syndic_failover`).
     pub failover: Failover,
-    /// Send events to every connected top master (`syndic_forward_all_events`); with one
-    /// link held at a time, accepted and kept for the day a syndic holds several.
+    /// Salt's `syndic_forward_all_events`: accepted as a bool and without effect, as in Salt
+    /// 3007.8, which declares it (default False) and reads it nowhere: its syndic sends events
+    /// to the first top master that takes them, as saltq's (one link at a time) does.
     pub forward_all_events: bool,
     /// The top master's CA fingerprint to pin on first contact (`syndic_finger`).
     pub finger: Option<String>,
@@ -369,6 +370,10 @@ mod tests {
         let e = SyndicConfig::from_raw(&raw("syndic_failover: sideways")).unwrap_err();
         assert_eq!(e.0, "syndic_failover");
         assert!(e.1.contains("sideways"), "{e:?}");
+        // Accepted as Salt accepts it (declared, read nowhere).
+        let c = SyndicConfig::from_raw(&raw("syndic_forward_all_events: true")).unwrap();
+        assert!(c.forward_all_events);
+        assert!(serde_yaml_ng::from_str::<RawConfig>("syndic_forward_all_events: often").is_err());
         let e = SyndicConfig::from_raw(&raw("syndic_wait: -1")).unwrap_err();
         assert_eq!(e.0, "syndic_wait");
         let e = SyndicConfig::from_raw(&raw("syndic_master: 'a/b'")).unwrap_err();
