@@ -202,6 +202,12 @@ impl Api {
         }
     }
 
+    /// Whether `token` still lives, asked again each time: an event stream ends once not.
+    pub(crate) fn token_alive(&self, token: &str) -> crate::ws::Alive {
+        let (tokens, t) = (self.tokens.clone(), token.to_owned());
+        Arc::new(move || tokens.get(&t, now()).is_some())
+    }
+
     /// The session's identity, or 401.
     pub(crate) fn session(&self, headers: &HeaderMap) -> Result<Identity, ApiError> {
         let t = request_token(headers)
@@ -844,15 +850,17 @@ async fn get_events(
             .map(|(_, v)| v.into_owned())
     });
     let token = from_query.or_else(|| request_token(&headers));
-    if token.and_then(|t| api.tokens.get(&t, now())).is_none() {
+    let Some(token) = token.filter(|t| api.tokens.get(t, now()).is_some()) else {
         return refuse(ApiError::unauthorized(NO_PERMISSION), api.cfg.debug);
-    }
+    };
     api.stats.event_streams.fetch_add(1, Ordering::Relaxed);
     let rx = api.backend.events();
     let head =
         futures_util::stream::once(async { Ok::<_, Infallible>(Bytes::from("retry: 400\n")) });
-    let events = tokio_stream::wrappers::ReceiverStream::new(rx)
-        .map(|ev| Ok::<_, Infallible>(Bytes::from(sse_frame(&ev.tag, &ev.data))));
+    // Salt re-checks the token before each event: a logged-out or expired one ends the stream.
+    let events = crate::ws::sse_while_alive(rx, api.token_alive(&token), |ev| {
+        sse_frame(&ev.tag, &ev.data)
+    });
     let mut r = Response::new(Body::from_stream(head.chain(events)));
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -873,6 +881,7 @@ pub(crate) fn ws_session(
     let t = api.tokens.get(token?, now())?;
     api.stats.event_streams.fetch_add(1, Ordering::Relaxed);
     Some(crate::ws::Session {
+        alive: api.token_alive(token?),
         feed,
         acknowledge,
         who: api.identity(&t, "token"),

@@ -440,18 +440,21 @@ async fn get_jobs(
 /// `GET /events`: Server-Sent Events as saltnado writes them (`retry: 400`, then `tag:` and
 /// `data:` lines for each event).
 async fn get_events(State(api): State<Shared>, headers: HeaderMap) -> Reply {
-    if api.session(&headers).is_err() {
+    let token = request_token(&headers);
+    let (Some(token), Ok(_)) = (token, api.session(&headers)) else {
         return to_login();
-    }
+    };
     let rx = api.backend.events();
     let head =
         futures_util::stream::once(async { Ok::<_, Infallible>(Bytes::from("retry: 400\n")) });
-    let events = tokio_stream::wrappers::ReceiverStream::new(rx).map(|ev| {
-        Ok::<_, Infallible>(Bytes::from(format!(
+    // saltnado never re-checks the token; saltq ends the stream once it is logged out or
+    // expired, as rest_cherrypy's does.
+    let events = crate::ws::sse_while_alive(rx, api.token_alive(&token), |ev| {
+        format!(
             "tag: {}\ndata: {}\n\n",
             ev.tag,
             crate::ws::event_json(&ev.tag, &ev.data)
-        )))
+        )
     });
     let mut r = Response::new(Body::from_stream(head.chain(events)));
     let h = r.headers_mut();

@@ -8,8 +8,15 @@
 //! messages of at most [`MAX_MESSAGE`] bytes, at most [`FLOOD_LIMIT`] messages a second from
 //! the client, a ping every [`PING_EVERY`] and a close after [`IDLE_LIMIT`] without a word
 //! (pongs count), a send that waits longer than [`SEND_TIMEOUT`] on a client that does not read
-//! ends the socket, and events a slow reader cannot take are dropped by the backend's bounded
-//! channel. The socket holds its connection's slot in the listener's gate while it lives.
+//! ends the socket with a log line (its unsent frames are bounded by [`MAX_WRITE_BUFFER`]), and
+//! events a slow reader cannot take are dropped by the backend's bounded channel, so a reader
+//! never holds the master's bus. The socket holds its connection's slot in the listener's gate
+//! while it lives.
+//!
+//! Every event stream (these sockets and both flavours' `/events`) re-checks its token at each
+//! event and every [`TOKEN_RECHECK`], and ends once it was logged out or expired: Salt's
+//! rest_cherrypy `/events` checks before each event; Salt's websockets and saltnado's
+//! `/events` never re-check, which saltq does not copy (a revoked token must not keep a feed).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -39,7 +46,48 @@ pub const PING_EVERY: Duration = Duration::from_secs(20);
 /// How long a client may stay silent (no message, no pong) before the socket is closed.
 pub const IDLE_LIMIT: Duration = Duration::from_secs(60);
 /// How long one message may wait for a client that does not read.
-pub const SEND_TIMEOUT: Duration = Duration::from_secs(30);
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(15);
+/// The most a socket buffers for a client that does not read, beyond the kernel's buffers.
+pub const MAX_WRITE_BUFFER: usize = 1024 * 1024;
+/// How often a stream re-checks its token between events.
+pub const TOKEN_RECHECK: Duration = Duration::from_secs(1);
+
+/// Whether a stream's token still lives (not logged out, not expired).
+pub type Alive = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// Server-Sent Events of `rx`, each written by `frame`, ending once `alive` says the token
+/// died: checked at each event and every [`TOKEN_RECHECK`] while the bus is quiet.
+pub fn sse_while_alive(
+    rx: tokio::sync::mpsc::Receiver<crate::backend::Event>,
+    alive: Alive,
+    frame: fn(&crate::backend::Event) -> String,
+) -> impl futures_util::Stream<Item = Result<bytes::Bytes, std::convert::Infallible>> + Send {
+    let tick = tokio::time::interval_at(Instant::now() + TOKEN_RECHECK, TOKEN_RECHECK);
+    futures_util::stream::unfold(
+        (rx, alive, tick),
+        move |(mut rx, alive, mut tick)| async move {
+            loop {
+                tokio::select! {
+                    ev = rx.recv() => {
+                        let ev = ev?;
+                        if !alive() {
+                            tracing::info!("salt-api event stream ended: its token was logged out or expired");
+                            return None;
+                        }
+                        let b = bytes::Bytes::from(frame(&ev));
+                        return Some((Ok::<_, std::convert::Infallible>(b), (rx, alive, tick)));
+                    }
+                    _ = tick.tick() => {
+                        if !alive() {
+                            tracing::info!("salt-api event stream ended: its token was logged out or expired");
+                            return None;
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
 
 /// What a socket sends for each event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -286,6 +334,8 @@ pub struct Session {
     pub who: Identity,
     /// The master.
     pub backend: Arc<dyn Backend>,
+    /// Whether the socket's token still lives: the socket closes once it does not.
+    pub alive: Alive,
     /// Turns true when the master stops.
     pub stop: watch::Receiver<bool>,
 }
@@ -307,27 +357,40 @@ pub fn start(mut req: http::Request<Body>, session: Session) -> Result<Response<
                 return;
             }
         };
-        let cfg = WebSocketConfig::default()
-            .max_message_size(Some(MAX_MESSAGE))
-            .max_frame_size(Some(MAX_MESSAGE));
-        let ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(cfg)).await;
+        let ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(config())).await;
         run(ws, session).await;
     });
     Ok(resp)
 }
 
-async fn send<S>(tx: &mut S, text: String) -> bool
+/// The sockets' limits: what a client may send, what is buffered for one that does not read.
+fn config() -> WebSocketConfig {
+    WebSocketConfig::default()
+        .max_message_size(Some(MAX_MESSAGE))
+        .max_frame_size(Some(MAX_MESSAGE))
+        .max_write_buffer_size(MAX_WRITE_BUFFER)
+}
+
+async fn send<S>(tx: &mut S, text: String, within: Duration) -> bool
 where
     S: futures_util::Sink<Message> + Unpin,
 {
     matches!(
-        tokio::time::timeout(SEND_TIMEOUT, tx.send(Message::text(text))).await,
+        tokio::time::timeout(within, tx.send(Message::text(text))).await,
         Ok(Ok(()))
     )
 }
 
 /// The socket's loop: the client's messages, the bus's events, pings, and the master's stop.
-async fn run<T>(ws: WebSocketStream<T>, mut s: Session)
+async fn run<T>(ws: WebSocketStream<T>, s: Session)
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    run_with(ws, s, SEND_TIMEOUT).await
+}
+
+/// [`run`], a message waiting at most `send_timeout` for the client to read.
+async fn run_with<T>(ws: WebSocketStream<T>, mut s: Session, send_timeout: Duration)
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
@@ -337,6 +400,7 @@ where
     let mut flood = Flood::default();
     let mut heard = Instant::now();
     let mut ping = tokio::time::interval_at(Instant::now() + PING_EVERY, PING_EVERY);
+    let mut recheck = tokio::time::interval_at(Instant::now() + TOKEN_RECHECK, TOKEN_RECHECK);
     loop {
         let outs = tokio::select! {
             m = rx.next() => {
@@ -373,6 +437,10 @@ where
             }
             ev = async { match events.as_mut() { Some(r) => r.recv().await, None => std::future::pending().await } } => {
                 let Some(ev) = ev else { break };
+                if !(s.alive)() {
+                    token_died(&mut tx).await;
+                    break;
+                }
                 match s.feed {
                     Feed::AllEvents => vec![Out::Send(event_json(&ev.tag, &ev.data))],
                     Feed::CherrypyData => vec![Out::Send(format!("data: {}\n\n", event_json(&ev.tag, &ev.data)))],
@@ -389,6 +457,13 @@ where
                 }
                 vec![]
             }
+            _ = recheck.tick() => {
+                if !(s.alive)() {
+                    token_died(&mut tx).await;
+                    break;
+                }
+                vec![]
+            }
             _ = crate::server::stopped(&mut s.stop) => {
                 let _ = tx.send(Message::Close(None)).await;
                 break;
@@ -397,7 +472,14 @@ where
         for o in outs {
             match o {
                 Out::Send(text) => {
-                    if !send(&mut tx, text).await {
+                    if !send(&mut tx, text, send_timeout).await {
+                        let waiting = events.as_ref().map_or(0, |r| r.len());
+                        tracing::warn!(
+                            user = %s.who.user,
+                            "salt-api websocket dropped: its client read nothing for {:?} ({waiting} events waiting, {} MiB of frames buffered at most)",
+                            send_timeout,
+                            MAX_WRITE_BUFFER >> 20
+                        );
                         return;
                     }
                 }
@@ -405,6 +487,20 @@ where
             }
         }
     }
+}
+
+/// Closes a socket whose token was logged out or expired (policy violation, as a socket
+/// refused for its token).
+async fn token_died<S>(tx: &mut S)
+where
+    S: futures_util::Sink<Message> + Unpin,
+{
+    tracing::info!("salt-api websocket closed: its token was logged out or expired");
+    let close = Message::Close(Some(tokio_tungstenite::tungstenite::protocol::CloseFrame {
+        code: tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode::Policy,
+        reason: "token expired".into(),
+    }));
+    let _ = tokio::time::timeout(SEND_TIMEOUT, tx.send(close)).await;
 }
 
 /// Asks `tgt` for their grains as the socket's user, the answers arriving as events.
@@ -543,6 +639,167 @@ mod tests {
         );
         let out = i.process("salt/presence/change", &json!({"new": [], "lost": ["a"]}));
         assert_eq!(sent(&out), [json!({"minions": {"b": {"id": "b"}}})]);
+    }
+
+    /// A backend whose bus is the test's channel.
+    struct Bus(std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<crate::backend::Event>>>);
+
+    impl Backend for Bus {
+        fn run(
+            &self,
+            _: Identity,
+            _: Low,
+        ) -> futures_util::future::BoxFuture<'static, Result<Value, crate::backend::ApiError>>
+        {
+            Box::pin(async { Ok(Value::Null) })
+        }
+        fn fire(&self, _: String, _: Value) {}
+        fn events(&self) -> tokio::sync::mpsc::Receiver<crate::backend::Event> {
+            self.0.lock().unwrap().take().expect("one reader")
+        }
+        fn groups(&self, _: &str) -> Vec<String> {
+            vec![]
+        }
+        fn may_run_runner(
+            &self,
+            _: &Identity,
+            _: &str,
+            _: &Map<String, Value>,
+        ) -> Result<(), crate::backend::ApiError> {
+            Ok(())
+        }
+    }
+
+    /// A socket pair over an in-memory pipe of 64 KiB, the server's session on a bus of 64
+    /// events (dropped when full, as the master's backend does) and a token `alive` says of.
+    async fn pair(
+        alive: Arc<std::sync::atomic::AtomicBool>,
+    ) -> (
+        WebSocketStream<tokio::io::DuplexStream>,
+        WebSocketStream<tokio::io::DuplexStream>,
+        tokio::sync::mpsc::Sender<crate::backend::Event>,
+        Session,
+        watch::Sender<bool>,
+    ) {
+        let (a, b) = tokio::io::duplex(64 * 1024);
+        let server = WebSocketStream::from_raw_socket(a, Role::Server, Some(config())).await;
+        let client = WebSocketStream::from_raw_socket(b, Role::Client, None).await;
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        let (stop_tx, stop) = watch::channel(false);
+        let session = Session {
+            feed: Feed::AllEvents,
+            acknowledge: false,
+            who: Identity {
+                user: "alice".into(),
+                eauth: "file".into(),
+                auth_type: "token".into(),
+                perms: vec![],
+            },
+            backend: Arc::new(Bus(std::sync::Mutex::new(Some(rx)))),
+            alive: Arc::new(move || alive.load(std::sync::atomic::Ordering::Relaxed)),
+            stop,
+        };
+        (server, client, tx, session, stop_tx)
+    }
+
+    /// A client that says it is ready and then never reads: the bus is never blocked (its
+    /// events are dropped once the socket's queue is full), the socket buffers a bounded
+    /// amount, and it is dropped once a message waited `send_timeout`.
+    #[tokio::test]
+    async fn a_reader_that_never_reads_is_dropped() {
+        let alive = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let (server, mut client, bus, session, _stop) = pair(alive).await;
+        let task = tokio::spawn(run_with(server, session, Duration::from_millis(300)));
+        client.send(Message::text(READY)).await.unwrap();
+        let data = json!({"blob": "x".repeat(16 * 1024)});
+        let (mut sent, mut dropped) = (0u32, 0u32);
+        // Bounded: the socket must end long before 100,000 events.
+        for _ in 0..100_000 {
+            if task.is_finished() {
+                break;
+            }
+            let ev = crate::backend::Event {
+                tag: "e2e/flood".into(),
+                data: data.clone(),
+            };
+            match bus.try_send(ev) {
+                Ok(()) => sent += 1,
+                Err(_) => dropped += 1,
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .expect("the socket ends")
+            .unwrap();
+        assert!(dropped > 0, "the bus dropped events for the stuck reader");
+        // What went into the pipe is bounded by the pipe and the write buffer.
+        assert!(
+            (sent as usize) * 16 * 1024 < 64 * 1024 + MAX_WRITE_BUFFER + 64 * 16 * 1024 * 2,
+            "sent {sent}"
+        );
+        // The channel is closed once the socket is gone: the backend stops forwarding.
+        assert!(bus.is_closed());
+        drop(client);
+    }
+
+    /// A token logged out while its socket is open: the socket closes (policy violation).
+    #[tokio::test]
+    async fn a_socket_ends_when_its_token_dies() {
+        let alive = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let (server, mut client, bus, session, _stop) = pair(alive.clone()).await;
+        let task = tokio::spawn(run_with(server, session, SEND_TIMEOUT));
+        client.send(Message::text(READY)).await.unwrap();
+        bus.send(crate::backend::Event {
+            tag: "a".into(),
+            data: json!({}),
+        })
+        .await
+        .unwrap();
+        let m = client.next().await.unwrap().unwrap();
+        assert!(m.to_text().unwrap().contains("\"tag\": \"a\""), "{m:?}");
+        alive.store(false, std::sync::atomic::Ordering::Relaxed);
+        let m = tokio::time::timeout(TOKEN_RECHECK * 5, client.next())
+            .await
+            .expect("closed within a few re-checks")
+            .unwrap()
+            .unwrap();
+        let Message::Close(Some(f)) = m else {
+            panic!("not a close frame: {m:?}");
+        };
+        assert_eq!(
+            f.code,
+            tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode::Policy
+        );
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .expect("the socket ends")
+            .unwrap();
+    }
+
+    /// The SSE body ends at the first event or re-check after its token died.
+    #[tokio::test]
+    async fn an_event_stream_ends_when_its_token_dies() {
+        let alive = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let a = alive.clone();
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let mut s = Box::pin(sse_while_alive(
+            rx,
+            Arc::new(move || a.load(std::sync::atomic::Ordering::Relaxed)),
+            |ev| ev.tag.clone(),
+        ));
+        tx.send(crate::backend::Event {
+            tag: "one".into(),
+            data: json!({}),
+        })
+        .await
+        .unwrap();
+        assert_eq!(&s.next().await.unwrap().unwrap()[..], b"one");
+        alive.store(false, std::sync::atomic::Ordering::Relaxed);
+        let end = tokio::time::timeout(TOKEN_RECHECK * 5, s.next())
+            .await
+            .expect("ends without another event");
+        assert!(end.is_none());
     }
 
     #[test]
