@@ -23,6 +23,7 @@ pub mod kmod;
 pub mod locale;
 pub mod module;
 pub mod mount;
+pub mod mysql;
 pub mod pkg;
 pub mod pkgrepo;
 pub mod postgres;
@@ -192,6 +193,7 @@ pub const MODULES: &[&[StateFunction]] = &[
     locale::FUNCTIONS,
     module::FUNCTIONS,
     mount::FUNCTIONS,
+    mysql::FUNCTIONS,
     pkg::FUNCTIONS,
     pkgrepo::FUNCTIONS,
     postgres::FUNCTIONS,
