@@ -7,15 +7,16 @@ use chrono::{Duration, NaiveDateTime};
 use serde_json::{Map, Value};
 
 use super::{
-    Eval, Fire, Globals, Opts, ReturnJob, Runtime, Scheduler, Step, Stop, TIME_ELEMENTS, chop,
-    cron, err, job_function, py_int, when,
+    Eval, Fire, Globals, Opts, ReturnJob, Rng, Runtime, Step, Stop, Timing, chop, cron, err,
+    job_function, py_int, when,
 };
 use crate::python::truthy;
 
 /// What `range`/`skip_during_range`/`skip_explicit` decided.
-struct Gate {
+struct Gate<'s> {
     run: bool,
-    func: Option<String>,
+    /// `skip_function`, when a range or skip swapped it in.
+    func: Option<&'s str>,
 }
 
 fn explicit_times(list: Option<&Value>) -> Vec<NaiveDateTime> {
@@ -37,165 +38,162 @@ fn explicit_times(list: Option<&Value>) -> Vec<NaiveDateTime> {
         .collect()
 }
 
-impl Scheduler {
-    pub(super) fn eval_job(
-        &mut self,
-        key: &str,
-        data: &Map<String, Value>,
-        ev: &Eval,
-        g: &Globals,
-    ) -> Option<Fire> {
-        let li = Duration::seconds(self.loop_interval);
-        let now = ev.now;
-        let name = data
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or(key)
-            .to_owned();
-        let splay_cfg = data.opt("splay").cloned().or_else(|| g.splay.clone());
-        let rt = self.runtime(key, data);
-        rt.error = None;
-        rt.skip_reason = None;
-        rt.skipped_time = None;
-        if rt.run_on_start.is_none() && data.opt("run_on_start").is_some_and(truthy) {
-            rt.run_on_start = Some(true);
-        }
-        let kinds = ["when", "cron", "once"]
-            .iter()
-            .filter(|k| data.has(k))
-            .count();
-        if kinds > 1 {
-            rt.error =
-                Some(r#"Unable to use "when", "cron", "once" options together. Ignoring."#.into());
-            return None;
-        }
-        let mut run = false;
-        if data.has("run_explicit") || !rt.run_after.is_empty() {
-            let mut times = explicit_times(data.opt("run_explicit"));
-            times.extend(rt.run_after.iter().copied());
-            if times.len() > 1 {
-                times.retain(|t| *t >= now - li);
-            }
-            if let Some(first) = times.first()
-                && *first <= now
-                && now < *first + li
-            {
-                run = true;
-                rt.next_fire = Some(*first);
-            }
-        }
-        let timing = if TIME_ELEMENTS.iter().any(|k| data.has(k)) {
-            time_elements(rt, data, now, &name)
-        } else if data.has("once") {
-            once(rt, data, now, li, &name)
-        } else if data.has("when") {
-            when_(rt, data, ev, li, run, &name)
-        } else if data.has("cron") {
-            cron_(rt, data, now, &name)
-        } else {
-            return None;
-        };
-        if let Err(stop) = timing {
-            if let Stop::Error(e) = stop {
-                rt.error = Some(e);
-            }
-            return None;
-        }
-        let next_fire = rt.next_fire?;
-        let mut seconds = (chop(next_fire) - chop(now)).num_seconds() as f64;
-        let is_when = data.has("when");
-        if let Some(cfg) = splay_cfg.filter(truthy) {
-            if self.jobs[key].splay.is_none()
-                && let Some(s) = self.splay(&cfg)
-            {
-                let rt = self.jobs.get_mut(key)?;
-                if now < next_fire + Duration::seconds(s) {
-                    rt.splay = Some(next_fire + Duration::seconds(s));
-                    if is_when {
-                        rt.when_run = Some(true);
-                    }
-                } else {
-                    run = true;
-                }
-            }
-            let rt = self.jobs.get_mut(key)?;
-            if let Some(sp) = rt.splay {
-                seconds = (sp - now).num_milliseconds() as f64 / 1000.0;
-                if is_when {
-                    rt.next_fire = Some(sp);
-                }
-            }
-        }
-        let rt = self.jobs.get_mut(key)?;
-        let next_fire = rt.next_fire?;
-        if rt.seconds.is_some() {
-            run |= seconds <= 0.0;
-        } else if is_when && rt.when_run == Some(true) {
-            if next_fire <= now && now <= next_fire + li {
-                rt.when_run = Some(false);
-                run = true;
-            }
-        } else if data.has("cron") {
-            if seconds <= 0.0 {
-                rt.next_fire = None;
-                run = true;
-            }
-        } else if data.has("once") {
-            // Salt would fire a second time when two ticks land in the window; once is once.
-            run |= next_fire <= now
-                && now <= next_fire + li
-                && rt.last_run.is_none_or(|l| l < next_fire);
-        } else {
-            run |= seconds == 0.0;
-        }
-        let mut func = job_function(data).map(str::to_owned);
-        if rt.run_on_start == Some(true) {
-            run = true;
-            rt.run_on_start = Some(false);
-        } else if run {
-            match gates(rt, data, now, li, g, &name) {
-                Ok(gate) => {
-                    run = gate.run;
-                    if gate.func.is_some() {
-                        func = gate.func;
-                    }
-                }
-                Err(Stop::Error(e)) => {
-                    rt.error = Some(e);
-                    return None;
-                }
-                Err(Stop::Continue) => return None,
-            }
-        }
-        if !g.enabled || !data.opt("enabled").is_none_or(truthy) {
-            skip(rt, "disabled", now);
-            run = false;
-        }
-        let jid_include = data.opt("jid_include").is_none_or(truthy);
-        if run && jid_include {
-            let max = data.opt("maxrunning").and_then(py_int).unwrap_or(1);
-            if (ev.running)(&name) as i64 >= max {
-                skip(rt, "maxrunning", now);
-                run = false;
-            }
-        }
-        let fire = run.then(|| fire(data, name, func.unwrap_or_default(), jid_include, seconds));
-        if run {
-            rt.last_run = Some(now);
-            rt.splay = None;
-        }
-        if let Some(secs) = rt.seconds {
-            let due_again = if rt.skip_reason.is_some() {
-                rt.next_fire.is_none_or(|t| t <= now)
-            } else {
-                run
-            };
-            if due_again {
-                rt.next_fire = Some(now + Duration::seconds(secs));
-            }
-        }
-        fire
+/// One job's evaluation at `ev.now`: the fire, if it runs.
+pub(super) fn eval_job(
+    rt: &mut Runtime,
+    rng: &mut Rng,
+    loop_interval: i64,
+    key: &str,
+    data: &Map<String, Value>,
+    ev: &Eval,
+    g: &Globals,
+) -> Option<Fire> {
+    let li = Duration::seconds(loop_interval);
+    let now = ev.now;
+    let shape = rt.shape;
+    let name = data.opt("name").and_then(Value::as_str).unwrap_or(key);
+    let splay_cfg = if shape.splay {
+        data.opt("splay")
+    } else {
+        g.splay
+    };
+    rt.error = None;
+    rt.skip_reason = None;
+    rt.skipped_time = None;
+    if rt.run_on_start.is_none() && shape.run_on_start {
+        rt.run_on_start = Some(true);
     }
+    if shape.kinds > 1 {
+        rt.error =
+            Some(r#"Unable to use "when", "cron", "once" options together. Ignoring."#.into());
+        return None;
+    }
+    let mut run = false;
+    if shape.run_explicit || !rt.run_after.is_empty() {
+        let mut times = explicit_times(data.opt("run_explicit"));
+        times.extend(rt.run_after.iter().copied());
+        if times.len() > 1 {
+            times.retain(|t| *t >= now - li);
+        }
+        if let Some(first) = times.first()
+            && *first <= now
+            && now < *first + li
+        {
+            run = true;
+            rt.next_fire = Some(*first);
+        }
+    }
+    let timing = match shape.timing {
+        Timing::Interval => time_elements(rt, data, now, name),
+        Timing::Once => once(rt, data, now, li, name),
+        Timing::When => when_(rt, data, ev, li, run, name),
+        Timing::Cron => cron_(rt, data, now, name),
+        Timing::None => return None,
+    };
+    if let Err(stop) = timing {
+        if let Stop::Error(e) = stop {
+            rt.error = Some(e);
+        }
+        return None;
+    }
+    let next_fire = rt.next_fire?;
+    let mut seconds = (chop(next_fire) - chop(now)).num_seconds() as f64;
+    let is_when = shape.when;
+    if let Some(cfg) = splay_cfg.filter(|v| truthy(v)) {
+        if rt.splay.is_none()
+            && let Some(s) = rng.splay(cfg)
+        {
+            if now < next_fire + Duration::seconds(s) {
+                rt.splay = Some(next_fire + Duration::seconds(s));
+                if is_when {
+                    rt.when_run = Some(true);
+                }
+            } else {
+                run = true;
+            }
+        }
+        if let Some(sp) = rt.splay {
+            seconds = (sp - now).num_milliseconds() as f64 / 1000.0;
+            if is_when {
+                rt.next_fire = Some(sp);
+            }
+        }
+    }
+    let next_fire = rt.next_fire?;
+    if rt.seconds.is_some() {
+        run |= seconds <= 0.0;
+    } else if is_when && rt.when_run == Some(true) {
+        if next_fire <= now && now <= next_fire + li {
+            rt.when_run = Some(false);
+            run = true;
+        }
+    } else if shape.cron {
+        if seconds <= 0.0 {
+            rt.next_fire = None;
+            run = true;
+        }
+    } else if shape.once {
+        // Salt would fire a second time when two ticks land in the window; once is once.
+        run |=
+            next_fire <= now && now <= next_fire + li && rt.last_run.is_none_or(|l| l < next_fire);
+    } else {
+        run |= seconds == 0.0;
+    }
+    let mut func = job_function(data);
+    if rt.run_on_start == Some(true) {
+        run = true;
+        rt.run_on_start = Some(false);
+    } else if run {
+        match gates(rt, data, now, li, g, name) {
+            Ok(gate) => {
+                run = gate.run;
+                if gate.func.is_some() {
+                    func = gate.func;
+                }
+            }
+            Err(Stop::Error(e)) => {
+                rt.error = Some(e);
+                return None;
+            }
+            Err(Stop::Continue) => return None,
+        }
+    }
+    if !g.enabled || !shape.enabled {
+        skip(rt, "disabled", now);
+        run = false;
+    }
+    if run && shape.jid_include && (ev.running)(name) as i64 >= shape.maxrunning {
+        skip(rt, "maxrunning", now);
+        run = false;
+    }
+    let fire = run.then(|| {
+        let template = rt.template.get_or_insert_with(|| {
+            let func = job_function(data).unwrap_or_default().to_owned();
+            fire(data, name.to_owned(), func, shape.jid_include, 0.0)
+        });
+        let mut f = template.clone();
+        // `skip_function` swapped in by a range or a skip.
+        if func != job_function(data) {
+            func.unwrap_or_default().clone_into(&mut f.func);
+        }
+        f.missed_by = missed_by(seconds);
+        f
+    });
+    if run {
+        rt.last_run = Some(now);
+        rt.splay = None;
+    }
+    if let Some(secs) = rt.seconds {
+        let due_again = if rt.skip_reason.is_some() {
+            rt.next_fire.is_none_or(|t| t <= now)
+        } else {
+            run
+        };
+        if due_again {
+            rt.next_fire = Some(now + Duration::seconds(secs));
+        }
+    }
+    fire
 }
 
 fn skip(rt: &mut Runtime, reason: &'static str, now: NaiveDateTime) {
@@ -240,8 +238,13 @@ pub(super) fn fire(
         return_kwargs: data.opt("return_kwargs").cloned(),
         return_job,
         metadata: data.opt("metadata").and_then(Value::as_object).cloned(),
-        missed_by: if seconds < 0.0 { -(seconds as i64) } else { 0 },
+        missed_by: missed_by(seconds),
     }
+}
+
+/// Seconds a run is late by (Salt's "runtime missed by N seconds"), 0 when on time.
+fn missed_by(seconds: f64) -> i64 {
+    if seconds < 0.0 { -(seconds as i64) } else { 0 }
 }
 
 /// `seconds`/`minutes`/`hours`/`days`: the interval, fixed at the first evaluation; the
@@ -293,7 +296,7 @@ fn once(
     }
     if rt.next_fire.is_none() && rt.splay.is_none() {
         let fmt = data
-            .get("once_fmt")
+            .opt("once_fmt")
             .and_then(Value::as_str)
             .unwrap_or(super::TIME_FMT);
         let raw = data.opt("once").cloned().unwrap_or(Value::Null);
@@ -312,27 +315,32 @@ fn once(
     Ok(())
 }
 
-/// Looks a `when` item up in the pillar's, then the grains' `whens`.
-fn lookup_when(item: &Value, ev: &Eval, name: &str) -> Step<Value> {
+/// Looks a `when` item up in the pillar's, then the grains' `whens` (Salt's `i in whens`:
+/// a dict's key, a list's item, a string's substring); the text to parse, `None` when it is
+/// not a string.
+fn lookup_when<'v>(
+    item: &'v Value,
+    pillar: Option<&'v Value>,
+    grains: Option<&'v Value>,
+    name: &str,
+) -> Step<Option<&'v str>> {
     let key = item.as_str().unwrap_or_default();
-    for (whens, what) in [(ev.pillar_whens, "Pillar item"), (ev.grain_whens, "Grain")] {
+    for (whens, what) in [(pillar, "Pillar item"), (grains, "Grain")] {
         let Some(whens) = whens else { continue };
-        let found = match whens {
-            Value::Object(m) => m.get(key).cloned(),
-            Value::Array(a) if a.iter().any(|v| v.as_str() == Some(key)) => None,
-            Value::String(s) if s.contains(key) => None,
+        match whens {
+            Value::Object(m) => match m.opt(key) {
+                Some(v) => return Ok(v.as_str()),
+                None => continue,
+            },
+            Value::Array(a) if a.iter().any(|v| v.as_str() == Some(key)) => {}
+            Value::String(s) if s.contains(key) => {}
             _ => continue,
-        };
-        match found {
-            Some(v) => return Ok(v),
-            None => {
-                return err(format!(
-                    "{what} \"whens\" must be a dict. Ignoring job {name}."
-                ));
-            }
         }
+        return err(format!(
+            "{what} \"whens\" must be a dict. Ignoring job {name}."
+        ));
     }
-    Ok(item.clone())
+    Ok(item.as_str())
 }
 
 fn when_(
@@ -344,37 +352,62 @@ fn when_(
     name: &str,
 ) -> Step<()> {
     let now = ev.now;
-    let items = match data.opt("when") {
-        Some(Value::Array(a)) => a.clone(),
-        Some(v) => vec![v.clone()],
-        None => Vec::new(),
+    let today = now.date();
+    let items: &[Value] = match data.opt("when") {
+        Some(Value::Array(a)) => a,
+        Some(v) => std::slice::from_ref(v),
+        None => &[],
     };
-    let mut times = Vec::new();
-    for item in &items {
-        let v = lookup_when(item, ev, name)?;
-        let Some(t) = v.as_str().and_then(|s| when::parse(s, now.date())) else {
+    // Each item parsed once a day (a time without a date is today's), again only when its
+    // text changes (a `whens` lookup may).
+    if !matches!(&rt.when_cache, Some((d, c)) if *d == today && c.len() == items.len()) {
+        rt.when_cache = Some((today, Vec::with_capacity(items.len())));
+    }
+    let Some((_, cache)) = rt.when_cache.as_mut() else {
+        return Err(Stop::Continue);
+    };
+    // Salt sorts the times and keeps those not yet past, or the latest one when all are
+    // past (it tells whether it was run); the first of them is what counts.
+    let mut count = 0;
+    let (mut first_ahead, mut latest) = (None::<NaiveDateTime>, None::<NaiveDateTime>);
+    let mut note = |t: NaiveDateTime| {
+        count += 1;
+        if t >= now - li {
+            first_ahead = Some(first_ahead.map_or(t, |f| f.min(t)));
+        }
+        latest = Some(latest.map_or(t, |l| l.max(t)));
+    };
+    for (i, item) in items.iter().enumerate() {
+        let text = lookup_when(item, ev.pillar_whens, ev.grain_whens, name)?;
+        let t = match cache.get(i) {
+            Some((c, t)) if Some(c.as_str()) == text => *t,
+            _ => {
+                let t = text.and_then(|s| when::parse(s, today));
+                let entry = (text.unwrap_or_default().to_owned(), t);
+                match cache.get_mut(i) {
+                    Some(slot) => *slot = entry,
+                    None => cache.push(entry),
+                }
+                t
+            }
+        };
+        let Some(t) = t else {
             return err(format!(
                 "Invalid date string {}. Ignoring job {name}.",
                 crate::python::str(item)
             ));
         };
-        times.push(t);
+        note(t);
     }
     if let Some(s) = rt.splay {
-        times.push(s);
+        note(s);
     }
-    times.sort();
-    if times.len() > 1 {
-        // Keep the latest past time: it tells whether it was run.
-        let keep_from = times.iter().rposition(|t| *t < now - li).unwrap_or(0);
-        let past: Vec<_> = times.iter().copied().filter(|t| *t < now - li).collect();
-        if past.len() == times.len() {
-            times = vec![times[keep_from]];
-        } else {
-            times.retain(|t| *t >= now - li);
-        }
-    }
-    let Some(&first) = times.first() else {
+    let first = if count > 1 {
+        first_ahead.or(latest)
+    } else {
+        latest
+    };
+    let Some(first) = first else {
         if !rt.when_run.unwrap_or(false) {
             rt.next_fire = None;
             return Err(Stop::Continue);
@@ -401,12 +434,12 @@ fn when_(
 
 fn cron_(rt: &mut Runtime, data: &Map<String, Value>, now: NaiveDateTime, name: &str) -> Step<()> {
     if rt.next_fire.is_none() {
-        let next = data
-            .get("cron")
-            .and_then(Value::as_str)
-            .and_then(cron::Cron::parse)
-            .and_then(|c| c.next_after(now));
-        let Some(next) = next else {
+        let parsed = rt.cron.get_or_insert_with(|| {
+            data.opt("cron")
+                .and_then(Value::as_str)
+                .and_then(cron::Cron::parse)
+        });
+        let Some(next) = parsed.as_ref().and_then(|c| c.next_after(now)) else {
             return err(format!("Invalid cron string. Ignoring job {name}."));
         };
         rt.next_fire = Some(next);
@@ -431,7 +464,7 @@ fn span(
     let mut ends = [None, None];
     for (i, which) in ["start", "end"].iter().enumerate() {
         let t = m
-            .get(*which)
+            .opt(which)
             .and_then(Value::as_str)
             .and_then(|s| when::parse(s, now.date()));
         let Some(t) = t else {
@@ -451,14 +484,14 @@ fn span(
 }
 
 /// The checks made only when the job would run.
-fn gates(
+fn gates<'s>(
     rt: &mut Runtime,
     data: &Map<String, Value>,
     now: NaiveDateTime,
     li: Duration,
-    g: &Globals,
+    g: &Globals<'s>,
     name: &str,
-) -> Step<Gate> {
+) -> Step<Gate<'s>> {
     let mut gate = Gate {
         run: true,
         func: None,
@@ -474,10 +507,10 @@ fn gates(
             }
         } else if inside {
             gate.run = true;
-        } else if let Some(f) = &g.skip_function {
+        } else if let Some(f) = g.skip_function {
             gate = Gate {
                 run: true,
-                func: Some(f.clone()),
+                func: Some(f),
             };
         } else {
             rt.skip_reason = Some("not_in_range");
@@ -485,9 +518,9 @@ fn gates(
         }
     }
     let sdr = data
-        .get("skip_during_range")
+        .opt("skip_during_range")
         .filter(|v| truthy(v))
-        .or(g.skip_during_range.as_ref());
+        .or(g.skip_during_range);
     if let Some(sdr) = sdr {
         let (start, end) = span(sdr, now, name, " in skip_during_range")?;
         if data.opt("run_after_skip_range").is_some_and(truthy) {
@@ -497,10 +530,10 @@ fn gates(
             }
         }
         if start <= now && now <= end {
-            if let Some(f) = &g.skip_function {
+            if let Some(f) = g.skip_function {
                 gate = Gate {
                     run: true,
-                    func: Some(f.clone()),
+                    func: Some(f),
                 };
             } else {
                 skip(rt, "in_skip_range", now);
@@ -516,10 +549,10 @@ fn gates(
         gate.run = false;
         match times.first() {
             Some(t) if *t <= now && now <= *t + li => {
-                if let Some(f) = &g.skip_function {
+                if let Some(f) = g.skip_function {
                     gate = Gate {
                         run: true,
-                        func: Some(f.clone()),
+                        func: Some(f),
                     };
                 } else {
                     skip(rt, "skip_explicit", now);

@@ -16,7 +16,7 @@ mod tests;
 
 use std::collections::BTreeMap;
 
-use chrono::{NaiveDateTime, Timelike};
+use chrono::{NaiveDate, NaiveDateTime, Timelike};
 use serde_json::{Map, Value, json};
 
 use crate::python::truthy;
@@ -48,14 +48,109 @@ struct Runtime {
     skip_reason: Option<&'static str>,
     skipped_time: Option<NaiveDateTime>,
     error: Option<String>,
-    /// The options make an enabled interval or cron job with no splay and no explicit
-    /// runs: between its fire times an evaluation changes nothing (see
-    /// [`Scheduler::idle`]).
+    /// What the options say, read once when they change rather than at each evaluation.
+    shape: Shape,
+    /// `cron` parsed once (`None`: not read yet; `Some(None)`: croniter would refuse it).
+    cron: Option<Option<cron::Cron>>,
+    /// `when`'s times as last read: the day they were read on (a time without a date is
+    /// that day's) and each item's text (after the `whens` lookup) with its time, so an
+    /// evaluation parses a `when` string once a day, not once a tick.
+    when_cache: Option<(NaiveDate, Vec<WhenItem>)>,
+    /// The job's fire as its options make it (name, function, arguments, returners), built
+    /// once: a fire clones it and sets what the evaluation decided.
+    template: Option<Fire>,
+}
+
+/// One `when` item as last read: its text (after the `whens` lookup) and its time, `None`
+/// when dateutil would refuse it.
+type WhenItem = (String, Option<NaiveDateTime>);
+
+impl Runtime {
+    /// A fresh state for a job with options `data`.
+    fn for_job(data: &Map<String, Value>) -> Runtime {
+        Runtime {
+            config: data.clone(),
+            shape: Shape::of(data),
+            ..Runtime::default()
+        }
+    }
+}
+
+/// Which timing a job uses, in Salt's order of precedence.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Timing {
+    /// None of the timing options: the job never runs.
+    #[default]
+    None,
+    /// `seconds`/`minutes`/`hours`/`days`.
+    Interval,
+    /// `once`.
+    Once,
+    /// `when`.
+    When,
+    /// `cron`.
+    Cron,
+}
+
+/// The facts about a job's options each evaluation asks, read once per change.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Shape {
+    timing: Timing,
+    /// `when` is set (it matters to the splay even when an interval wins).
+    when: bool,
+    cron: bool,
+    once: bool,
+    /// How many of `when`, `cron` and `once` are set: more than one is Salt's error.
+    kinds: usize,
+    run_explicit: bool,
+    run_on_start: bool,
+    /// The job's own `splay` is set.
+    splay: bool,
+    /// The job's `enabled` (true unless false).
+    enabled: bool,
+    /// `jid_include` (true unless false).
+    jid_include: bool,
+    /// `maxrunning` (1 unless set).
+    maxrunning: i64,
+    /// An enabled interval or cron job with no splay and no explicit runs: between its
+    /// fire times an evaluation changes nothing (see [`Scheduler::idle`]).
     plain: bool,
 }
 
+impl Shape {
+    fn of(data: &Map<String, Value>) -> Shape {
+        let interval = TIME_ELEMENTS.iter().any(|k| data.has(k));
+        let (when, cron, once) = (data.has("when"), data.has("cron"), data.has("once"));
+        let timing = if interval {
+            Timing::Interval
+        } else if once {
+            Timing::Once
+        } else if when {
+            Timing::When
+        } else if cron {
+            Timing::Cron
+        } else {
+            Timing::None
+        };
+        Shape {
+            timing,
+            when,
+            cron,
+            once,
+            kinds: usize::from(when) + usize::from(cron) + usize::from(once),
+            run_explicit: data.has("run_explicit"),
+            run_on_start: data.opt("run_on_start").is_some_and(truthy),
+            splay: data.has("splay"),
+            enabled: data.opt("enabled").is_none_or(truthy),
+            jid_include: data.opt("jid_include").is_none_or(truthy),
+            maxrunning: data.opt("maxrunning").and_then(py_int).unwrap_or(1),
+            plain: plain(data),
+        }
+    }
+}
+
 /// One job to start now.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Fire {
     /// The job's name (`schedule` in its return).
     pub name: String,
@@ -83,9 +178,10 @@ pub struct Fire {
 }
 
 /// Where a scheduled job's return goes, from `return_job`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ReturnJob {
     /// To the master, stored in the job cache (the default).
+    #[default]
     Master,
     /// To the master, not stored (`nocache`).
     NoCache,
@@ -113,7 +209,40 @@ pub struct Scheduler {
     /// may be late by.
     loop_interval: i64,
     jobs: BTreeMap<String, Runtime>,
-    rng: u64,
+    rng: Rng,
+}
+
+/// splitmix64: a small, seeded generator (Salt uses `random.randint`).
+#[derive(Debug, Clone)]
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// `random.randint(a, b)`, both ends included.
+    fn randint(&mut self, a: i64, b: i64) -> i64 {
+        let span = (b - a + 1).max(1) as u64;
+        a + (self.next_u64() % span) as i64
+    }
+
+    /// Salt's `_splay`: `randint(1, n)` for an int, `randint(start, end)` for a dict;
+    /// `None` for an inverted dict (Salt logs it and ignores the splay).
+    fn splay(&mut self, cfg: &Value) -> Option<i64> {
+        match cfg {
+            Value::Object(m) => {
+                let start = m.opt("start").and_then(py_int)?;
+                let end = m.opt("end").and_then(py_int)?;
+                (end >= start).then(|| self.randint(start, end))
+            }
+            v => py_int(v).filter(|n| *n >= 1).map(|n| self.randint(1, n)),
+        }
+    }
 }
 
 /// Why an evaluation step stopped looking at a job.
@@ -175,74 +304,24 @@ impl Scheduler {
         Scheduler {
             loop_interval: loop_interval.max(1),
             jobs: BTreeMap::new(),
-            rng: seed,
+            rng: Rng(seed),
         }
     }
 
-    /// splitmix64: a small, seeded generator (Salt uses `random.randint`).
-    fn next_u64(&mut self) -> u64 {
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// `random.randint(a, b)`, both ends included.
-    fn randint(&mut self, a: i64, b: i64) -> i64 {
-        let span = (b - a + 1).max(1) as u64;
-        a + (self.next_u64() % span) as i64
-    }
-
-    /// Salt's `_splay`: `randint(1, n)` for an int, `randint(start, end)` for a dict;
-    /// `None` for an inverted dict (Salt logs it and ignores the splay).
-    fn splay(&mut self, cfg: &Value) -> Option<i64> {
-        match cfg {
-            Value::Object(m) => {
-                let start = m.get("start").and_then(py_int)?;
-                let end = m.get("end").and_then(py_int)?;
-                (end >= start).then(|| self.randint(start, end))
-            }
-            v => py_int(v).filter(|n| *n >= 1).map(|n| self.randint(1, n)),
-        }
-    }
-
-    /// Forgets the state of jobs no longer in the schedule, and of a job whose options
-    /// changed.
-    fn runtime(&mut self, name: &str, data: &Map<String, Value>) -> &mut Runtime {
-        let rt = self.jobs.entry(name.to_owned()).or_default();
-        if !same_job(&rt.config, data) {
-            *rt = Runtime {
-                config: data.clone(),
-                plain: plain(data),
-                ..Runtime::default()
-            };
-        }
-        rt
-    }
-
-    /// Whether evaluating job `name` at `now` can only find it not due: a plain job (see
-    /// [`plain`]), unchanged, its next fire time still ahead in whole seconds, under an
-    /// enabled schedule with no global splay. Salt evaluates it anyway and finds the same;
+    /// Whether evaluating the job at `now` can only find it not due: a plain job (see
+    /// [`plain`]) whose next fire time is still ahead in whole seconds, under an enabled
+    /// schedule with no global splay. Salt evaluates it anyway and finds the same;
     /// skipping the evaluation is what lets a virtual-time driver jump thousands of days of
     /// a large schedule at the cost of its fires alone. Clears the last evaluation's skip
     /// and error as the evaluation would.
-    fn idle(
-        &mut self,
-        name: &str,
-        data: &Map<String, Value>,
-        now: NaiveDateTime,
-        g: &Globals,
-    ) -> bool {
+    fn idle(rt: &mut Runtime, now: NaiveDateTime, g: &Globals) -> bool {
         if !g.enabled || g.splay.is_some() {
             return false;
         }
-        let Some(rt) = self.jobs.get_mut(name) else {
-            return false;
-        };
         let ahead = rt.next_fire.is_some_and(|t| chop(t) > chop(now));
-        let quiet = rt.plain && ahead && rt.run_on_start != Some(true) && rt.run_after.is_empty();
-        if !(quiet && same_job(&rt.config, data)) {
+        let quiet =
+            rt.shape.plain && ahead && rt.run_on_start != Some(true) && rt.run_after.is_empty();
+        if !quiet {
             return false;
         }
         rt.error = None;
@@ -254,18 +333,8 @@ impl Scheduler {
     /// Salt's `eval(now)`: every job due at `ev.now`, in the schedule's order. Updates the
     /// next fire times, skips and errors (see [`Scheduler::status`]).
     pub fn due(&mut self, schedule: &Map<String, Value>, ev: &Eval) -> Vec<Fire> {
-        let globals = Globals {
-            enabled: schedule.get("enabled").is_none_or(truthy),
-            splay: schedule.get("splay").filter(|v| truthy(v)).cloned(),
-            skip_function: schedule
-                .get("skip_function")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            skip_during_range: schedule
-                .get("skip_during_range")
-                .filter(|v| truthy(v))
-                .cloned(),
-        };
+        let globals = Globals::of(schedule);
+        let li = self.loop_interval;
         let mut fires = Vec::new();
         // Jobs with a state that are still in the schedule: when fewer than all, some left.
         let mut kept = 0;
@@ -273,14 +342,26 @@ impl Scheduler {
             if GLOBAL_KEYS.contains(&name.as_str()) {
                 continue;
             }
-            kept += usize::from(self.jobs.contains_key(name));
+            let known = self.jobs.contains_key(name);
+            kept += usize::from(known);
             let Value::Object(data) = data else {
                 continue;
             };
-            if self.idle(name, data, ev.now, &globals) {
+            if !known {
+                self.jobs.insert(name.clone(), Runtime::for_job(data));
+            }
+            let Some(rt) = self.jobs.get_mut(name) else {
+                continue;
+            };
+            // A job whose options changed starts afresh, as Salt's does when `modify`,
+            // `add` or a pillar refresh replace its dict.
+            if !same_job(&rt.config, data) {
+                *rt = Runtime::for_job(data);
+            }
+            if Self::idle(rt, ev.now, &globals) {
                 continue;
             }
-            if let Some(f) = self.eval_job(name, data, ev, &globals) {
+            if let Some(f) = eval::eval_job(rt, &mut self.rng, li, name, data, ev, &globals) {
                 fires.push(f);
             }
         }
@@ -358,12 +439,35 @@ fn plain(data: &Map<String, Value>) -> bool {
         && data.opt("enabled").is_none_or(truthy)
 }
 
-/// The schedule's global options.
-struct Globals {
+/// The schedule's global options, borrowed from the schedule.
+struct Globals<'s> {
     enabled: bool,
-    splay: Option<Value>,
-    skip_function: Option<String>,
-    skip_during_range: Option<Value>,
+    splay: Option<&'s Value>,
+    skip_function: Option<&'s str>,
+    skip_during_range: Option<&'s Value>,
+}
+
+impl<'s> Globals<'s> {
+    /// Read in one walk of the schedule's keys (jobs included: a walk of string compares
+    /// costs less than four hash lookups).
+    fn of(schedule: &'s Map<String, Value>) -> Globals<'s> {
+        let mut g = Globals {
+            enabled: true,
+            splay: None,
+            skip_function: None,
+            skip_during_range: None,
+        };
+        for (k, v) in schedule {
+            match k.as_str() {
+                "enabled" => g.enabled = truthy(v),
+                "splay" => g.splay = Some(v).filter(|v| truthy(v)),
+                "skip_function" => g.skip_function = v.as_str(),
+                "skip_during_range" => g.skip_during_range = Some(v).filter(|v| truthy(v)),
+                _ => {}
+            }
+        }
+        g
+    }
 }
 
 mod eval;

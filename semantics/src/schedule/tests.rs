@@ -244,6 +244,40 @@ fn when_fires_each_listed_time_and_looks_names_up_in_whens() {
     );
 }
 
+/// Salt's `i in whens`: a pillar `whens` dict without the name falls through to the grains'
+/// `whens`, then to the text itself; a changed `whens` value moves the time at once (the
+/// parsed times are kept only while the text stays the same).
+#[test]
+fn when_names_fall_through_the_whens_and_follow_their_changes() {
+    let s = sched(json!({"job1": {"function": "test.ping", "when": ["tea time", "5:00pm"]}}));
+    let mut pillar = json!({"breakfast": "8:00am"});
+    let grains = json!({"tea time": "4:00pm"});
+    let mut sch = Scheduler::new(1, 1);
+    let mut at = Vec::new();
+    let mut now = t("2026-03-02 00:00:00") + Duration::milliseconds(100);
+    let end = t("2026-03-04 00:00:00");
+    while now < end {
+        if now.format("%d %H:%M:%S").to_string() == "03 00:00:00" {
+            pillar = json!({"tea time": "3:00pm"});
+        }
+        let ev = Eval {
+            now,
+            pillar_whens: Some(&pillar),
+            grain_whens: Some(&grains),
+            running: &idle,
+        };
+        for _ in sch.due(&s, &ev) {
+            at.push(now.format("%d %H:%M:%S").to_string());
+        }
+        assert_eq!(sch.error("job1"), None);
+        now += Duration::seconds(1);
+    }
+    assert_eq!(
+        at,
+        ["02 16:00:00", "02 17:00:00", "03 15:00:00", "03 17:00:00"]
+    );
+}
+
 #[test]
 fn range_runs_inside_and_invert_outside() {
     let inside = sched(
