@@ -396,6 +396,10 @@ pub struct CallContext {
     pub modules: Option<Arc<dyn ModuleSource>>,
     /// The master's fileserver (`salt://`); `None` makes `cp.*` and `salt://` sources fail.
     pub files: Option<Arc<dyn FileClient>>,
+    /// Where a render's own `salt://` imports resolve when that is not `files`: a pillar
+    /// render's, from `pillar_roots`, while its `salt['cp.*']` read `file_roots` (Salt's
+    /// pillar file client beside the master's `cp`); `None` uses `files`.
+    pub template_files: Option<Arc<dyn FileClient>>,
     /// The state system behind `state.*`; `None` makes those functions unavailable.
     pub states: Option<Arc<dyn StateSystem>>,
     /// The master's client API, for state runs on the master (orchestration); `None` on a
@@ -431,6 +435,7 @@ impl CallContext {
             events: None,
             modules: None,
             files: None,
+            template_files: None,
             states: None,
             master: None,
             mine: None,
@@ -472,6 +477,12 @@ impl CallContext {
     /// The same context with this fileserver client.
     pub fn with_files(mut self, files: Arc<dyn FileClient>) -> Self {
         self.files = Some(files);
+        self
+    }
+
+    /// The same context with this client for a render's own `salt://` imports.
+    pub fn with_template_files(mut self, files: Arc<dyn FileClient>) -> Self {
+        self.template_files = Some(files);
         self
     }
 

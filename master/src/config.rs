@@ -597,7 +597,7 @@ impl MasterConfig {
         )
         .map_err(|(k, m)| invalid(k, m))?;
         let gather_job_timeout = secs("gather_job_timeout", raw.gather_job_timeout, 10.0)?;
-        let pillar = crate::pillar::PillarConfig::from_raw(&raw, &id, &cachedir)?
+        let pillar = crate::pillar::PillarConfig::from_raw(&raw, &id, &cachedir, &gpg_keydir)?
             .with_ext(ext_pillar.sources().map_err(|m| invalid("ext_pillar", m))?);
         let syndic = crate::syndic::SyndicConfig::from_raw(&raw).map_err(|(k, m)| invalid(k, m))?;
         Ok(MasterConfig {

@@ -1,8 +1,10 @@
 //! Master-side pillar: a thin adapter over the compiler in `saltq_states::pillar` (Salt's
 //! `Pillar.compile_pillar`: rendered, included, merged, `_errors` in Salt's words). It adds
 //! what is the master's: the pillar options read from its config, `salt://` imports from
-//! `pillar_roots` (as Salt's pillar file client), `salt[...]` run on the master, and a cache
-//! per minion so a fleet reconnecting recompiles only when the tree or the grains changed.
+//! `pillar_roots` (as Salt's pillar file client), `salt[...]` run on the master with `cp.*`
+//! reading `file_roots` (as the master's own `cp`), the gpg keys beside the config file, and
+//! a cache per minion so a fleet reconnecting recompiles only when the tree or the grains
+//! changed.
 //!
 //! Compilation reads and renders files: callers run it on the blocking pool.
 
@@ -31,6 +33,10 @@ pub struct PillarConfig {
     opts: Arc<Value>,
     /// Where `salt://` imports of pillar files are cached.
     cachedir: PathBuf,
+    /// `file_roots`, which `salt['cp.*']` in pillar Jinja read.
+    file_roots: saltq_fileserver::Roots,
+    /// Where those `cp.*` files are cached.
+    cp_cachedir: PathBuf,
     /// The configured `ext_pillar` sources, in order.
     ext: Arc<Vec<Arc<dyn ExtPillar>>>,
     /// Last pillar per minion: tree stamp, grains hash, data.
@@ -61,6 +67,8 @@ pub struct RawPillar<'a> {
     pub keys: Vec<(&'static str, Value)>,
     /// `nodegroups`.
     pub nodegroups: Value,
+    /// `file_roots` (what `salt['cp.*']` read).
+    pub file_roots: Option<&'a BTreeMap<String, Vec<PathBuf>>>,
 }
 
 impl PillarConfig {
@@ -80,6 +88,8 @@ impl PillarConfig {
         opts.insert("nodegroups".into(), raw.nodegroups);
         opts.insert("__role".into(), json!("master"));
         opts.insert("file_client".into(), json!("local"));
+        let file_roots = raw.file_roots.cloned().unwrap_or_default();
+        opts.insert("file_roots".into(), json!(file_roots));
         for (k, v) in raw.keys {
             if !v.is_null() {
                 opts.insert(k.to_owned(), v);
@@ -91,17 +101,21 @@ impl PillarConfig {
             options: Arc::new(options),
             opts: Arc::new(opts),
             cachedir: cachedir.join("pillar_files"),
+            file_roots: saltq_fileserver::Roots::new(file_roots),
+            cp_cachedir: cachedir.join("pillar_cp_files"),
             ext: Arc::new(ext),
             cache: Arc::default(),
         })
     }
 
     /// The pillar keys of the master's config, checked at start; an error is the key and
-    /// what is wrong with it.
+    /// what is wrong with it. `gpg_keydir` is the key directory as configured or by Salt's
+    /// default (`gpgkeys` beside the config file).
     pub fn from_raw(
         raw: &crate::config::RawConfig,
         id: &str,
         cachedir: &Path,
+        gpg_keydir: &Path,
     ) -> Result<Self, (String, String)> {
         let keys = vec![
             (
@@ -126,12 +140,13 @@ impl PillarConfig {
             ("renderer", json!(raw.renderer)),
             ("ext_pillar_first", json!(raw.ext_pillar_first)),
             // The gpg renderer's keys (#33): Salt's default is beside the config file.
-            ("gpg_keydir", json!(raw.gpg_keydir)),
+            ("gpg_keydir", json!(gpg_keydir)),
         ];
         let pillar_raw = RawPillar {
             roots: raw.pillar_roots.as_ref(),
             keys,
             nodegroups: json!(raw.nodegroups),
+            file_roots: raw.file_roots.as_ref(),
         };
         Self::new(pillar_raw, id, cachedir, Vec::new()).map_err(|PillarError::Option(m)| {
             match m.split_once(": ") {
@@ -206,11 +221,9 @@ impl PillarConfig {
             return self.compile(id, grains);
         }
         Arc::new(Value::Object(self.compiler(id, grains).compile(&Request {
-            minion_id: id.to_owned(),
-            grains: grains.clone(),
             saltenv,
             pillarenv,
-            ..Default::default()
+            ..request(id, grains)
         })))
     }
 
@@ -223,10 +236,8 @@ impl PillarConfig {
         saltenv: Option<String>,
     ) -> Result<Map<String, Value>, Vec<String>> {
         self.compiler(id, grains).show_top(&Request {
-            minion_id: id.to_owned(),
-            grains: grains.clone(),
             saltenv,
-            ..Default::default()
+            ..request(id, grains)
         })
     }
 
@@ -234,10 +245,8 @@ impl PillarConfig {
     /// from the cache.
     pub fn compile_for(&self, id: &str, grains: &Value, pillarenv: Option<String>) -> Value {
         Value::Object(self.compiler(id, grains).compile(&Request {
-            minion_id: id.to_owned(),
-            grains: grains.clone(),
             pillarenv,
-            ..Default::default()
+            ..request(id, grains)
         }))
     }
 
@@ -253,23 +262,17 @@ impl PillarConfig {
         let mut compiler = self.compiler(id, grains);
         compiler.ext.extend(extra);
         Value::Object(compiler.compile(&Request {
-            minion_id: id.to_owned(),
-            grains: grains.clone(),
             pillar_override,
-            ..Default::default()
+            ..request(id, grains)
         }))
     }
 
     fn compile_fresh(&self, id: &str, grains: &Value) -> Map<String, Value> {
-        self.compiler(id, grains).compile(&Request {
-            minion_id: id.to_owned(),
-            grains: grains.clone(),
-            ..Default::default()
-        })
+        self.compiler(id, grains).compile(&request(id, grains))
     }
 
-    /// The compiler for minion `id`: `opts` with its id and grains, `salt://` from the
-    /// pillar roots.
+    /// The compiler for minion `id`: `opts` with its id and grains, `salt://` imports from the
+    /// pillar roots, `cp.*` from the file roots.
     fn compiler(&self, id: &str, grains: &Value) -> Compiler {
         let mut opts = (*self.opts).clone();
         if let Value::Object(m) = &mut opts {
@@ -277,19 +280,34 @@ impl PillarConfig {
             m.insert("grains".into(), grains.clone());
         }
         let envs: BTreeMap<String, Vec<PathBuf>> = self.options.tree.envs.iter().cloned().collect();
-        let files = saltq_fileserver::LocalFiles {
+        let imports = saltq_fileserver::LocalFiles {
             roots: saltq_fileserver::Roots::new(envs),
             cachedir: self.cachedir.clone(),
             hash_type: "sha256".into(),
         };
+        let cp = saltq_fileserver::LocalFiles {
+            roots: self.file_roots.clone(),
+            cachedir: self.cp_cachedir.clone(),
+            hash_type: "sha256".into(),
+        };
         let ctx = saltq_exec::CallContext::local(grains.clone(), opts.clone())
-            .with_files(Arc::new(files));
+            .with_files(Arc::new(cp))
+            .with_template_files(Arc::new(imports));
         Compiler {
             options: (*self.options).clone(),
             opts,
             ctx,
             ext: self.ext.to_vec(),
         }
+    }
+}
+
+/// A pillar request for minion `id` with `grains`, nothing else named.
+fn request(id: &str, grains: &Value) -> Request {
+    Request {
+        minion_id: id.to_owned(),
+        grains: grains.clone(),
+        ..Default::default()
     }
 }
 
@@ -370,6 +388,43 @@ mod tests {
         assert_eq!(
             p["_errors"][0],
             "Specified SLS 'nope' in environment 'base' is not available on the salt master"
+        );
+    }
+
+    /// As Salt's master-side pillar: `salt['cp.get_file_str']` reads `file_roots` while the
+    /// SLS's own `import_yaml` reads `pillar_roots`; `opts.gpg_keydir` is the key directory
+    /// the config resolved (Salt's default: `gpgkeys` beside the config file).
+    #[test]
+    fn cp_reads_file_roots_imports_read_pillar_roots() {
+        let p = tempfile::tempdir().unwrap();
+        let f = tempfile::tempdir().unwrap();
+        std::fs::write(p.path().join("top.sls"), "base:\n  '*': [a]\n").unwrap();
+        std::fs::write(
+            p.path().join("a.sls"),
+            "{% import_yaml 'data.yaml' as d %}\nimported: {{ d.where }}\n\
+             {% set c = salt['cp.get_file_str']('salt://data.yaml') | load_yaml %}\n\
+             cp: {{ c.where }}\n\
+             keys: {{ opts.gpg_keydir }}\n",
+        )
+        .unwrap();
+        std::fs::write(p.path().join("data.yaml"), "where: pillar_roots\n").unwrap();
+        std::fs::write(f.path().join("data.yaml"), "where: file_roots\n").unwrap();
+        let pillar_roots = BTreeMap::from([("base".to_owned(), vec![p.path().to_path_buf()])]);
+        let file_roots = BTreeMap::from([("base".to_owned(), vec![f.path().to_path_buf()])]);
+        let cache = tempfile::tempdir().unwrap();
+        let raw = RawPillar {
+            roots: Some(&pillar_roots),
+            file_roots: Some(&file_roots),
+            keys: vec![("gpg_keydir", json!("/etc/saltq/gpgkeys"))],
+            ..Default::default()
+        };
+        let cfg = PillarConfig::new(raw, "master", cache.path(), Vec::new()).unwrap();
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let _inside = rt.enter();
+        let got = cfg.compile("m1", &json!({}));
+        assert_eq!(
+            *got,
+            json!({"imported": "pillar_roots", "cp": "file_roots", "keys": "/etc/saltq/gpgkeys"}),
         );
     }
 

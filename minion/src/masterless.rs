@@ -2,7 +2,8 @@
 //! pillar as `salt-call --local` does, from its `pillar_roots` through the shared pillar
 //! compiler (`saltq_states::pillar`), with its `pillar:` option as the base the SLS pillar
 //! merges over and its `ext_pillar` sources (the built-in ones; the database sources live
-//! on the master). `salt://` imports inside pillar SLS resolve against `pillar_roots`.
+//! on the master). `salt://` imports inside pillar SLS resolve against `pillar_roots`,
+//! `salt['cp.*']` against `file_roots`.
 
 use std::sync::Arc;
 
@@ -44,18 +45,22 @@ pub fn compile_pillar_env(
         Ok(s) => s,
         Err(e) => return failed(e),
     };
+    // As salt-call --local: the SLS's own `salt://` imports read `pillar_roots` (Salt's
+    // pillar file client), `salt['cp.*']` the minion's `file_roots`.
     let pillar_roots = cfg
         .opts
         .get("pillar_roots")
         .cloned()
         .and_then(|v| serde_json::from_value(v).ok())
         .unwrap_or_default();
-    let files = saltq_fileserver::LocalFiles {
+    let imports = saltq_fileserver::LocalFiles {
         roots: saltq_fileserver::Roots::new(pillar_roots),
         cachedir: cfg.cachedir.join("pillar_files"),
         hash_type: cfg.hash_type.clone(),
     };
-    let ctx = CallContext::local(grains.clone(), cfg.opts.clone()).with_files(Arc::new(files));
+    let ctx = CallContext::local(grains.clone(), cfg.opts.clone())
+        .with_files(Arc::new(crate::files::local_files(cfg)))
+        .with_template_files(Arc::new(imports));
     let compiler = Compiler {
         options,
         opts: cfg.opts.clone(),

@@ -128,7 +128,12 @@ where
 
 /// Fetches `salt://name` in the saltenv: its text, `None` when there is no such file.
 fn fetch(rc: &RenderContext, name: &str) -> Result<Option<String>, String> {
-    let Some(files) = rc.ctx.files.clone() else {
+    let Some(files) = rc
+        .ctx
+        .template_files
+        .clone()
+        .or_else(|| rc.ctx.files.clone())
+    else {
         return Err(format!(
             "cannot fetch salt://{name}: this render has no fileserver client"
         ));
