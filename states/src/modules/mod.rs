@@ -31,6 +31,7 @@ pub mod saltmod;
 pub mod saltutil;
 pub mod service;
 pub mod ssh_auth;
+pub mod ssh_known_hosts;
 pub mod sysctl;
 pub mod test;
 pub mod timezone;
@@ -201,6 +202,7 @@ pub const MODULES: &[&[StateFunction]] = &[
     saltutil::FUNCTIONS,
     service::FUNCTIONS,
     ssh_auth::FUNCTIONS,
+    ssh_known_hosts::FUNCTIONS,
     sysctl::FUNCTIONS,
     test::FUNCTIONS,
     timezone::FUNCTIONS,
