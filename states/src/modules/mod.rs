@@ -16,6 +16,7 @@ pub mod event;
 pub mod external;
 pub mod file;
 pub mod git;
+pub mod git_config;
 pub mod grains;
 pub mod group;
 pub mod host;
@@ -187,6 +188,7 @@ pub const MODULES: &[&[StateFunction]] = &[
     event::FUNCTIONS,
     file::FUNCTIONS,
     git::FUNCTIONS,
+    git_config::FUNCTIONS,
     grains::FUNCTIONS,
     group::FUNCTIONS,
     host::FUNCTIONS,
