@@ -374,14 +374,37 @@ fn websocket_python() -> Option<String> {
 
 /// The websocket client: `url`, then `mode` (`events`: send the ready message, POST a job to
 /// `job_url` with `token`, and print every message until one holds `want`; `flood`: send
-/// messages as fast as it can and print how the socket ended). Prints one JSON line.
+/// messages as fast as it can and print how the socket ended; `stall`: send the ready message
+/// with a tiny receive buffer, print `ready` and never read; `until_closed`: send the ready
+/// message, print `ready`, and read until the server closes), then optionally the CA file of a
+/// `wss://` server. Prints one JSON line.
 const CLIENT: &str = r#"
-import json, sys, time, urllib.request, websocket
+import json, socket, ssl, sys, time, urllib.request, websocket
 url, mode, job_url, token, want = sys.argv[1:6]
+cafile = sys.argv[6] if len(sys.argv) > 6 else None
+ctx = ssl.create_default_context(cafile=cafile) if cafile else None
+sslopt = {"ca_certs": cafile} if cafile else None
+sockopt = ((socket.SOL_SOCKET, socket.SO_RCVBUF, 4096),) if mode == "stall" else ()
 try:
-    ws = websocket.create_connection(url, timeout=20)
+    ws = websocket.create_connection(url, timeout=20, sslopt=sslopt, sockopt=sockopt)
 except websocket.WebSocketBadStatusException as e:
     print(json.dumps({"status": e.status_code})); sys.exit(0)
+if mode == "stall":
+    ws.send("websocket client ready")
+    print("ready", flush=True)
+    time.sleep(120)
+    sys.exit(0)
+if mode == "until_closed":
+    ws.send("websocket client ready")
+    print("ready", flush=True)
+    ws.settimeout(60)
+    try:
+        while True:
+            op, data = ws.recv_data(control_frame=True)
+            if op == websocket.ABNF.OPCODE_CLOSE:
+                print(json.dumps({"closed": True, "code": int.from_bytes(data[:2], "big")})); sys.exit(0)
+    except Exception as e:
+        print(json.dumps({"closed": True, "error": type(e).__name__})); sys.exit(0)
 if mode == "flood":
     sent = 0
     try:
@@ -397,7 +420,7 @@ ws.send("websocket client ready")
 time.sleep(1)
 body = json.dumps([{"client": "local_async", "tgt": "m1", "fun": "test.ping"}]).encode()
 req = urllib.request.Request(job_url, data=body, headers={"X-Auth-Token": token, "Content-Type": "application/json", "Accept": "application/json"})
-jid = json.load(urllib.request.urlopen(req, timeout=20))["return"][0]["jid"]
+jid = json.load(urllib.request.urlopen(req, timeout=20, context=ctx))["return"][0]["jid"]
 msgs = []
 deadline = time.time() + 20
 while time.time() < deadline:
@@ -539,6 +562,253 @@ fn websockets_carry_the_event_bus() {
     assert_eq!(v["closed"], true, "{v}");
     let r = request(&tornado, "GET", "/", &[], None);
     assert_eq!(r.status, 200);
+}
+
+/// The websocket client started in the background: its stdout's first line was `ready`.
+fn ws_client_in_background(py: &str, dir: &Path, args: &[&str]) -> std::process::Child {
+    use std::io::BufRead;
+    let script = dir.join("ws_client.py");
+    std::fs::write(&script, CLIENT).unwrap();
+    let mut child = Command::new(py)
+        .arg(&script)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run the websocket client");
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first.trim(), "ready", "websocket client: {first:?}");
+    child
+}
+
+/// A self-signed certificate for 127.0.0.1 in `dir`: (certificate, key).
+fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
+    let c = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])
+        .expect("certificate");
+    let (crt, key) = (dir.join("api.crt"), dir.join("api.key"));
+    std::fs::write(&crt, c.cert.pem()).unwrap();
+    std::fs::write(&key, c.signing_key.serialize_pem()).unwrap();
+    (crt, key)
+}
+
+/// rest_tornado and rest_cherrypy over TLS with Salt's `ssl_crt`/`ssl_key`: a client we did
+/// not write, trusting only that certificate, logs in over HTTPS and reads `/all_events` and
+/// cherrypy's `/ws` over `wss://`.
+#[test]
+fn websockets_over_tls() {
+    let Some(py) = websocket_python() else {
+        return;
+    };
+    let mut crt = PathBuf::new();
+    let master = Master::start_with(|dir| {
+        let (c, k) = self_signed(dir);
+        crt = c.clone();
+        config(dir)
+            .replace(
+                "rest_tornado: {port: 0, address: 127.0.0.1, disable_ssl: true, websockets: true}",
+                &format!(
+                    "rest_tornado: {{port: 0, address: 127.0.0.1, ssl_crt: {}, ssl_key: {}, websockets: true}}",
+                    c.display(),
+                    k.display()
+                ),
+            )
+            .replace(
+                "rest_cherrypy: {port: 0, host: 127.0.0.1, disable_ssl: true}",
+                &format!(
+                    "rest_cherrypy: {{port: 0, host: 127.0.0.1, ssl_crt: {}, ssl_key: {}}}",
+                    c.display(),
+                    k.display()
+                ),
+            )
+    });
+    let _m = master.minion("m1", "");
+    master.wait_for("m1");
+    let tornado = addr(&master, "rest_tornado");
+    let cherry = addr(&master, "rest_cherrypy");
+    let dir = &master.dir.0;
+    let ca = crt.display().to_string();
+    // Plain HTTP on the TLS port gets no HTTP answer.
+    let mut s = TcpStream::connect(&tornado).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    assert!(!raw.starts_with(b"HTTP/1.1 200"), "plain HTTP answered");
+    // Log in over HTTPS with the same client's Python (it trusts only `api.crt`).
+    let login = format!(
+        "import json, ssl, urllib.request\n\
+         ctx = ssl.create_default_context(cafile={ca:?})\n\
+         b = json.dumps({{'username': 'alice', 'password': 'secret', 'eauth': 'file'}}).encode()\n\
+         r = urllib.request.Request('https://{tornado}/login', data=b, headers={{'Content-Type': 'application/json', 'Accept': 'application/json'}})\n\
+         print(json.load(urllib.request.urlopen(r, timeout=20, context=ctx))['return'][0]['token'])\n"
+    );
+    let o = Command::new(&py)
+        .args(["-c", &login])
+        .output()
+        .expect("python login");
+    let token = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+    assert_eq!(token.len(), 40, "login over https: {o:?}");
+    let job_url = format!("https://{tornado}/");
+    let new_tag = "salt/job/<jid>/new";
+    for url in [
+        format!("wss://{tornado}/all_events/{token}"),
+        format!("wss://{cherry}/ws/{token}"),
+    ] {
+        let v = ws_client(&py, dir, &[&url, "events", &job_url, &token, new_tag, &ca]);
+        assert_eq!(v["status"], 101, "{url}: {v}");
+        let jid = v["jid"].as_str().unwrap();
+        let last = v["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .as_str()
+            .unwrap();
+        let last: Value = serde_json::from_str(last.trim_start_matches("data: ")).unwrap();
+        assert_eq!(last["tag"], format!("salt/job/{jid}/new"), "{url}: {v}");
+        assert_eq!(last["data"]["minions"], json!(["m1"]), "{url}: {v}");
+    }
+}
+
+/// A websocket reader that never reads: the master drops it (with a log line) once a message
+/// waited for it too long, never holding its bus (a job still runs meanwhile, and afterwards).
+#[test]
+fn a_websocket_reader_that_never_reads_is_dropped() {
+    let Some(py) = websocket_python() else {
+        return;
+    };
+    let (master, _m) = start();
+    let api = addr(&master, "rest_tornado");
+    let token = login(&api, "alice", "secret");
+    let url = format!("ws://{api}/all_events/{token}");
+    let mut stalled = ws_client_in_background(&py, &master.dir.0, &[&url, "stall", "", "", ""]);
+    let blob = "x".repeat(32 * 1024);
+    let body = json!({"blob": blob}).to_string();
+    let auth = [("X-Auth-Token", token.as_str())];
+    let dropped = |t: &str| t.contains("salt-api websocket dropped");
+    let mut fired = 0;
+    // Events of 32 KiB fired until the master says it dropped the reader (bounded: 60 s).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        let r = request(
+            &api,
+            "POST",
+            "/hook/e2e/stall",
+            &auth,
+            Some(("application/json", body.as_bytes())),
+        );
+        assert_eq!(r.status, 200, "{r:?}");
+        fired += 1;
+        if fired % 50 == 0 {
+            // The bus flows meanwhile: a job publishes and returns.
+            let r = request(
+                &api,
+                "POST",
+                "/",
+                &auth,
+                Some((
+                    "application/json",
+                    br#"[{"client": "local", "tgt": "m1", "fun": "test.ping"}]"#,
+                )),
+            );
+            assert_eq!(r.json()["return"][0]["m1"], json!(true), "{r:?}");
+            if dropped(&std::fs::read_to_string(master.log()).unwrap_or_default()) {
+                break;
+            }
+        }
+    }
+    let log = std::fs::read_to_string(master.log()).unwrap_or_default();
+    let _ = stalled.kill();
+    let _ = stalled.wait();
+    assert!(
+        dropped(&log),
+        "no drop logged after {fired} events of 32 KiB"
+    );
+    let r = request(
+        &api,
+        "POST",
+        "/",
+        &auth,
+        Some((
+            "application/json",
+            br#"[{"client": "local", "tgt": "m1", "fun": "test.ping"}]"#,
+        )),
+    );
+    assert_eq!(r.json()["return"][0]["m1"], json!(true), "{r:?}");
+}
+
+/// Logging out ends every event stream of the token, as Salt's rest_cherrypy `/events`
+/// does: Tornado's and cherrypy's SSE `/events`, `/all_events` and cherrypy's `/ws`; a new
+/// stream with the token is refused.
+#[test]
+fn event_streams_end_when_their_token_is_logged_out() {
+    let Some(py) = websocket_python() else {
+        return;
+    };
+    let (master, _m) = start();
+    let tornado = addr(&master, "rest_tornado");
+    let cherry = addr(&master, "rest_cherrypy");
+    let token = login(&tornado, "alice", "secret");
+    let dir = &master.dir.0;
+    let sockets: Vec<std::process::Child> = [
+        format!("ws://{tornado}/all_events/{token}"),
+        format!("ws://{cherry}/ws/{token}"),
+    ]
+    .iter()
+    .map(|url| ws_client_in_background(&py, dir, &[url, "until_closed", "", "", ""]))
+    .collect();
+    // Both flavours' SSE /events, read to their end in threads (Tornado negotiates the
+    // content type by Accept, as Salt's saltnado: JSON is one it serves).
+    let sse: Vec<std::thread::JoinHandle<String>> = [
+        (tornado.clone(), "/events".to_owned(), "application/json"),
+        (cherry.clone(), format!("/events?token={token}"), "text/event-stream"),
+    ]
+    .into_iter()
+    .map(|(addr, path, accept)| {
+        let token = token.clone();
+        std::thread::spawn(move || {
+            let mut s = TcpStream::connect(&addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+            let req = format!(
+                "GET {path} HTTP/1.1\r\nHost: {addr}\r\nX-Auth-Token: {token}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
+            );
+            s.write_all(req.as_bytes()).unwrap();
+            let mut raw = Vec::new();
+            let _ = s.read_to_end(&mut raw);
+            String::from_utf8_lossy(&raw).into_owned()
+        })
+    })
+    .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    let r = request(
+        &cherry,
+        "POST",
+        "/logout",
+        &[("X-Auth-Token", &token)],
+        None,
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let logged_out = std::time::Instant::now();
+    for h in sse {
+        let text = h.join().unwrap();
+        assert!(text.contains("retry: 400"), "{text}");
+        assert!(
+            logged_out.elapsed() < Duration::from_secs(30),
+            "an SSE stream outlived its token: {text}"
+        );
+    }
+    for s in sockets {
+        let o = s.wait_with_output().unwrap();
+        let v: Value = serde_json::from_str(String::from_utf8_lossy(&o.stdout).trim()).unwrap();
+        assert_eq!(v["closed"], true, "{v}");
+        assert_eq!(v["code"], 1008, "closed for its token (policy): {v}");
+    }
+    assert!(logged_out.elapsed() < Duration::from_secs(30));
+    let url = format!("ws://{tornado}/all_events/{token}");
+    let v = ws_client(&py, dir, &[&url, "events", "", &token, ""]);
+    assert_eq!(v["status"], 401, "{v}");
 }
 
 /// pepper, a salt-api client we did not write, against both flavours at once.

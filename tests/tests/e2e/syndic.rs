@@ -76,6 +76,25 @@ fn lenient(o: &saltq_tests::Out) -> Value {
     serde_json::from_str(&o.stdout).unwrap_or(Value::Null)
 }
 
+/// The newest job of `fun` in `master`'s job list.
+fn last_jid(master: &Master, fun: &str) -> String {
+    let o = master.saltq(&["run", "jobs.list_jobs", "--out", "json"]);
+    let v = o.json();
+    let mut jids: Vec<&String> = v
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(_, j)| j["Function"] == fun)
+                .map(|(k, _)| k)
+                .collect()
+        })
+        .unwrap_or_default();
+    jids.sort();
+    jids.last()
+        .map(|j| j.to_string())
+        .unwrap_or_else(|| panic!("no {fun} job: {o:?}"))
+}
+
 fn jid_of(o: &saltq_tests::Out) -> String {
     // `--async` prints "Executed command with job ID: <jid>".
     o.stdout.trim().rsplit(' ').next().unwrap().to_owned()
@@ -170,7 +189,26 @@ fn a_top_master_targets_across_two_syndics_and_stores_at_both_levels() {
         let o = s.saltq(&["run", "jobs.lookup_jid", &jid, "--out", "json"]);
         let want: Vec<String> = (1..=3).map(|i| format!("{prefix}{i}")).collect();
         assert_eq!(ids(&o.json()), want, "{o:?}");
+        // Each lower master's job lists its own minions.
+        let o = s.saltq(&["run", "jobs.list_job", &jid, "--out", "json"]);
+        assert_eq!(minions_of(&o.json()), want, "{o:?}");
     }
+    // The top's job cache holds what each syndic expected (Salt's `save_minions` with
+    // `syndic_id`, merged by `get_load` into `Minions`, sorted), beside the returns.
+    let o = e
+        .top
+        .saltq(&["run", "jobs.list_job", &jid, "--out", "json"]);
+    assert_eq!(minions_of(&o.json()), all, "{o:?}");
+    assert_eq!(ids(&o.json()["Result"]), all, "{o:?}");
+}
+
+/// `Minions` of a `jobs.list_job` answer (the CLI may wrap it under the master's id).
+fn minions_of(v: &Value) -> Vec<String> {
+    let m = v.get("Minions").or_else(|| {
+        v.as_object()
+            .and_then(|o| o.values().find_map(|x| x.get("Minions")))
+    });
+    serde_json::from_value(m.cloned().unwrap_or(Value::Null)).unwrap_or_default()
 }
 
 #[test]
@@ -188,6 +226,34 @@ fn syndic_wait_and_find_job_keep_the_top_cli_for_the_minions_below() {
         vec!["a1", "a2", "a3", "b1", "b2", "b3", "t1"],
         "{o:?}"
     );
+    // The caller's -t goes down with the job (Salt's `to`): the lower masters follow it as
+    // long as the top does, so a job shorter than -t but longer than the masters' default
+    // timeout (5 s) never makes them ask saltutil.find_job.
+    let o = e.top.saltq(&[
+        "-L",
+        "a1,b1",
+        "test.sleep",
+        "6",
+        "--out",
+        "json",
+        "--static",
+        "-t",
+        "12",
+    ]);
+    assert_eq!(o.json(), json!({"a1": true, "b1": true}), "{o:?}");
+    let jid = last_jid(&e.top, "test.sleep");
+    for s in &e.syndics {
+        let o = s.saltq(&["run", "jobs.list_jobs", "--out", "json"]);
+        let jobs = o.json();
+        assert!(
+            jobs.as_object().is_some_and(|m| m.contains_key(&jid)),
+            "the job reached the lower master: {o:?}"
+        );
+        let asked = jobs.as_object().unwrap().values().any(|j| {
+            j["Function"] == "saltutil.find_job" && j["Arguments"].to_string().contains(&jid)
+        });
+        assert!(!asked, "a lower master asked find_job before -t: {o:?}");
+    }
     // A job longer than the timeout: at the timeout the top asks saltutil.find_job through
     // the syndics, hears the minions below still run it, and keeps waiting for them.
     let o = e.top.saltq(&[
@@ -249,9 +315,12 @@ fn syndic_failover_moves_to_the_next_top_master() {
         .collect();
     let mut tops = tops.into_iter();
     let (mut a, b) = (tops.next().unwrap(), tops.next().unwrap());
-    // Two independent top masters (each its own CA, pinned apart), tried in the order listed.
+    // Two independent top masters (each its own CA, pinned apart), tried in the order listed;
+    // syndic_forward_all_events is accepted and, as in Salt 3007.8 (declared, read nowhere),
+    // changes nothing.
     let syn = Master::start(&format!(
         "id: synf\nauto_accept: true\nsyndic_failover: ordered\n\
+         syndic_forward_all_events: true\n\
          syndic_master: ['127.0.0.1:{}', '127.0.0.1:{}']\n",
         a.port, b.port
     ));
