@@ -2,13 +2,17 @@
 //! decided by the pure core (`semantics::schedule`) on a one-second tick and run as salt-run
 //! runs them (a jid, `salt/run/<jid>/new` and `/ret`, the job cache). It is one of the
 //! single-runner duties (`duties.rs`): in a cluster only the duty holder runs it, so each
-//! scheduled runner runs once.
+//! scheduled runner runs once. Also here: a minion's scheduled return under Salt's jid
+//! `nocache` (`return_job: nocache`), announced on the bus and not stored.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use saltq_proto::v1 as pb;
 use saltq_semantics::schedule::{Eval, Scheduler};
+use saltq_transport::value;
+use serde_json::{Value, json};
 
 use crate::state::Master;
 
@@ -68,4 +72,60 @@ fn bump(running: &Mutex<HashMap<String, usize>>, name: &str, delta: isize) {
     let mut r = running.lock().unwrap_or_else(|e| e.into_inner());
     let n = r.entry(name.to_owned()).or_default();
     *n = n.saturating_add_signed(delta);
+}
+
+/// The jid of a scheduled return the master must not store (Salt's `return_job: nocache`).
+pub const NOCACHE_JID: &str = "nocache";
+
+/// The return event of minion `id`'s scheduled return `r` sent under [`NOCACHE_JID`]: what
+/// Salt's master does with it (`salt/job/nocache/ret/<id>`, the load as the minion sent
+/// it, nothing written to the job cache).
+pub fn nocache_event(id: &str, mut r: pb::ReturnRequest) -> (String, Value) {
+    let schedule = r
+        .metadata
+        .as_mut()
+        .and_then(|m| m.fields.remove("__schedule__"));
+    let fun = match r.fun.as_slice() {
+        [one] => json!(one),
+        many => json!(many),
+    };
+    let mut event = json!({"cmd": "_return", "id": id, "jid": NOCACHE_JID, "fun": fun,
+        "fun_args": value::from_list(r.fun_args.as_ref()),
+        "return": r.r#return.as_ref().map(value::from_prost).unwrap_or(Value::Null),
+        "retcode": r.retcode, "success": r.success});
+    if let Some(s) = schedule.as_ref() {
+        event["schedule"] = value::from_prost(s);
+    }
+    if let Some(m) = r.metadata.as_ref().filter(|m| !m.fields.is_empty()) {
+        event["metadata"] = Value::Object(value::struct_to_map(m));
+    }
+    (format!("salt/job/{NOCACHE_JID}/ret/{id}"), event)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nocache_return_is_announced_with_the_jobs_name() {
+        let meta = json!({"__schedule__": "quiet", "owner": "ops"});
+        let r = pb::ReturnRequest {
+            jid: NOCACHE_JID.into(),
+            fun: vec!["test.echo".into()],
+            fun_args: Some(value::to_list(&[json!("hi")])),
+            r#return: Some(value::to_prost(&json!("hi"))),
+            retcode: 0,
+            success: true,
+            metadata: Some(value::json_to_struct(&meta)),
+            ..Default::default()
+        };
+        let (tag, ev) = nocache_event("m1", r);
+        assert_eq!(tag, "salt/job/nocache/ret/m1");
+        assert_eq!(
+            ev,
+            json!({"cmd": "_return", "id": "m1", "jid": "nocache", "fun": "test.echo",
+                "fun_args": ["hi"], "return": "hi", "retcode": 0, "success": true,
+                "schedule": "quiet", "metadata": {"owner": "ops"}})
+        );
+    }
 }

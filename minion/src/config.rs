@@ -141,6 +141,13 @@ pub struct RawConfig {
     /// Scheduled jobs (Salt's `schedule`): `{name: {function, seconds, ...}}`; read by the
     /// scheduler (`schedule.rs`) from the options, with `minion.d/_schedule.conf` over it.
     pub schedule: Option<Value>,
+    /// Returners every scheduled job's return also goes to (Salt's `schedule_returner`, a
+    /// name or a list, merged with the pillar's as `config.merge`); read by the scheduler.
+    pub schedule_returner: Option<Value>,
+    /// Start the scheduler before the first connection to a master (Salt's
+    /// `scheduler_before_connect`, default false: it starts at the first connection); read
+    /// by the scheduler from the options.
+    pub scheduler_before_connect: Option<bool>,
     /// The hosts file the `hosts` module and `host` states edit (Salt's `hosts.file`,
     /// default `/etc/hosts`); read by the execution module from the options.
     #[serde(rename = "hosts.file")]

@@ -430,7 +430,7 @@ impl Calls {
             ctx
         };
         let (ret_tx, ret_rx) = mpsc::unbounded_channel();
-        let ctx = crate::schedule::start(cfg, ctx, &jobs, &ret_tx);
+        let ctx = crate::schedule::start(cfg, ctx, &jobs, &ret_tx, welcomed.subscribe());
         tokio::spawn(outbox(ret_rx, chan_rx, cfg.clone(), jobs.clone()));
         Calls {
             pillar,

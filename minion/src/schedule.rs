@@ -21,7 +21,7 @@ use saltq_semantics::schedule::book::Book;
 use saltq_semantics::schedule::{Eval, Fire, ReturnJob, Scheduler, fire_now};
 use saltq_transport::value;
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::config::MinionConfig;
 use crate::daemon::Outgoing;
@@ -74,6 +74,63 @@ fn mine_job(cfg: &MinionConfig) -> Option<Map<String, Value>> {
     .cloned()
 }
 
+/// Salt's `config.merge(key, omit_master=True)`: the option from the config (a string as
+/// is), a list or dict from the config merged with the pillar's (the config's entries win),
+/// else the pillar's.
+fn config_merge(opts: &Value, pillar: &Value, key: &str) -> Option<Value> {
+    let mine = opts.get(key).filter(|v| !v.is_null());
+    let theirs = pillar.get(key).filter(|v| !v.is_null());
+    match (mine, theirs) {
+        (Some(Value::Array(a)), Some(Value::Array(b))) => {
+            Some(Value::Array(a.iter().chain(b).cloned().collect()))
+        }
+        (Some(Value::Object(a)), Some(Value::Object(b))) => {
+            let mut m = b.clone();
+            m.extend(a.iter().map(|(k, v)| (k.clone(), v.clone())));
+            Some(Value::Object(m))
+        }
+        (Some(v), _) => Some(v.clone()),
+        (None, v) => v.cloned(),
+    }
+}
+
+/// The returners a scheduled job's return goes to, as Salt's `handle_func` lists them: the
+/// job's `returner` then `schedule_returner` (each a name or a list), first occurrence kept.
+fn returners_of(job: &[String], schedule_returner: Option<&Value>) -> Vec<String> {
+    let extra: Vec<String> = match schedule_returner {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut out: Vec<String> = Vec::new();
+    for name in job.iter().chain(&extra) {
+        if !out.contains(name) {
+            out.push(name.clone());
+        }
+    }
+    out
+}
+
+/// The jid a scheduled return is sent under: the job's own when it has returners (they saw
+/// it), else Salt's `req` (the master gives it one and stores it) or `nocache` (the master
+/// announces it and stores nothing).
+fn return_jid<'a>(returners: &[String], return_job: ReturnJob, own: &'a str) -> &'a str {
+    match (returners.is_empty(), return_job) {
+        (false, _) => own,
+        (true, ReturnJob::NoCache) => "nocache",
+        (true, _) => "req",
+    }
+}
+
+/// Whether the scheduler may evaluate: Salt's minion creates and starts it once connected to
+/// a master, unless `scheduler_before_connect` runs it from the start.
+fn may_evaluate(before_connect: bool, connected_once: bool) -> bool {
+    before_connect || connected_once
+}
+
 /// Reads `_schedule.conf`: its `schedule` dict, `None` when there is no file.
 fn read_saved(conf: &Path) -> Result<Option<Value>, String> {
     let doc: Option<Value> =
@@ -81,12 +138,14 @@ fn read_saved(conf: &Path) -> Result<Option<Value>, String> {
     Ok(doc.and_then(|d| d.get("schedule").cloned()))
 }
 
-/// Builds the scheduler over `ctx`, starts its tick and hands back `ctx` with it attached.
+/// Builds the scheduler over `ctx`, starts its tick (at the first `welcomed`, unless
+/// `scheduler_before_connect`) and hands back `ctx` with it attached.
 pub fn start(
     cfg: &Arc<MinionConfig>,
     ctx: CallContext,
     jobs: &Arc<Jobs>,
     ret_tx: &mpsc::UnboundedSender<Outgoing>,
+    mut welcomed: watch::Receiver<bool>,
 ) -> CallContext {
     let dir = cfg.file.parent().map(PathBuf::from).unwrap_or_default();
     let conf = dir.join("minion.d").join("_schedule.conf");
@@ -127,7 +186,12 @@ pub fn start(
     let ctx = ctx.with_schedule(me.clone());
     let _ = me.ctx.set(ctx.clone());
     let ticker = Arc::downgrade(&me);
+    let before_connect = cfg.opts.get("scheduler_before_connect").is_some_and(truthy);
     tokio::spawn(async move {
+        let connected = *welcomed.borrow();
+        if !may_evaluate(before_connect, connected) && welcomed.wait_for(|w| *w).await.is_err() {
+            return;
+        }
         let mut every = tokio::time::interval(TICK);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
@@ -204,9 +268,12 @@ impl MinionSchedule {
     }
 
     /// Runs one scheduled job in its own task, as Salt's `handle_func` does.
-    fn spawn(self: Arc<Self>, fire: Fire) {
+    fn spawn(self: Arc<Self>, mut fire: Fire) {
         let Some(base) = self.ctx.get() else { return };
         let ctx = base.for_job();
+        let pillar = ctx.pillar();
+        let schedule_returner = config_merge(&ctx.opts, &pillar, "schedule_returner");
+        fire.returners = returners_of(&fire.returners, schedule_returner.as_ref());
         let jid = self.next_jid();
         tracing::info!(job = %fire.name, %jid, missed_by = fire.missed_by, "running scheduled job");
         let ret = fire.returners.join(",");
@@ -273,8 +340,8 @@ impl MinionSchedule {
     }
 
     /// The return as Salt's scheduled job sends it: `fun_args` the args then the kwargs, jid
-    /// `req` (the master gives it one) unless the job has returners (then its own `jid`, the
-    /// one the returners see), the job's name for the `schedule` field.
+    /// `req` (the master gives it one) or `nocache` unless the job has returners (then its
+    /// own `jid`, the one the returners see), the job's name for the `schedule` field.
     fn outgoing(&self, fire: &Fire, o: saltq_exec::CallOutcome, jid: &str) -> Outgoing {
         let mut fun_args = fire.args.clone();
         if !fire.kwargs.is_empty() {
@@ -283,11 +350,7 @@ impl MinionSchedule {
         let mut metadata = fire.metadata.clone().unwrap_or_default();
         metadata.insert(SCHEDULE_KEY.into(), json!(fire.name));
         let req = pb::ReturnRequest {
-            jid: if fire.returners.is_empty() {
-                "req".into()
-            } else {
-                jid.to_owned()
-            },
+            jid: return_jid(&fire.returners, fire.return_job, jid).to_owned(),
             fun: vec![fire.func.clone()],
             fun_args: Some(value::to_list(&fun_args)),
             r#return: Some(value::to_prost(&o.ret)),
@@ -405,5 +468,55 @@ impl ScheduleControl for MinionSchedule {
                 json!({"complete": false, "error": format!("unknown schedule request {other:?}")})
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedule_returner_merges_as_config_merge_and_follows_the_jobs_returners() {
+        let opts = json!({"schedule_returner": ["redis", "syslog"]});
+        let pillar = json!({"schedule_returner": ["syslog", "pgjsonb"]});
+        let merged = config_merge(&opts, &pillar, "schedule_returner");
+        assert_eq!(
+            merged,
+            Some(json!(["redis", "syslog", "syslog", "pgjsonb"]))
+        );
+        let job = vec!["syslog".to_owned()];
+        assert_eq!(
+            returners_of(&job, merged.as_ref()),
+            ["syslog", "redis", "pgjsonb"]
+        );
+        // A string in the config is taken as is; the pillar's alone when the config is silent.
+        let s = config_merge(
+            &json!({"schedule_returner": "redis"}),
+            &pillar,
+            "schedule_returner",
+        );
+        assert_eq!(s, Some(json!("redis")));
+        let p = config_merge(&json!({}), &pillar, "schedule_returner");
+        assert_eq!(returners_of(&[], p.as_ref()), ["syslog", "pgjsonb"]);
+        assert!(returners_of(&[], None).is_empty());
+    }
+
+    #[test]
+    fn a_return_without_returners_goes_as_req_or_nocache() {
+        let none: Vec<String> = Vec::new();
+        let some = vec!["redis".to_owned()];
+        let own = "20261208010203123456";
+        assert_eq!(return_jid(&none, ReturnJob::Master, own), "req");
+        assert_eq!(return_jid(&none, ReturnJob::NoCache, own), "nocache");
+        // Salt signals nocache only when no returner needs the job's own jid.
+        assert_eq!(return_jid(&some, ReturnJob::NoCache, own), own);
+        assert_eq!(return_jid(&some, ReturnJob::Master, own), own);
+    }
+
+    #[test]
+    fn the_scheduler_waits_for_the_first_connection_unless_told_otherwise() {
+        assert!(!may_evaluate(false, false));
+        assert!(may_evaluate(false, true));
+        assert!(may_evaluate(true, false));
     }
 }

@@ -229,7 +229,13 @@ impl MinionService for MinionApi {
         req: Request<pb::ReturnRequest>,
     ) -> Result<Response<pb::ReturnResponse>, Status> {
         let id = self.admit(&req, false)?;
-        let stored = self.master.accept_return(&id, req.into_inner()).await?;
+        let r = req.into_inner();
+        if r.jid == crate::schedule::NOCACHE_JID {
+            let (tag, event) = crate::schedule::nocache_event(&id, r);
+            self.master.events.fire(tag, event);
+            return Ok(Response::new(pb::ReturnResponse { stored: false }));
+        }
+        let stored = self.master.accept_return(&id, r).await?;
         Ok(Response::new(pb::ReturnResponse { stored }))
     }
 

@@ -1069,7 +1069,6 @@ pub const MINION: &[(&[&str], Kind)] = &[
             "master_failback_interval",
             "master_shuffle",
             "random_startup_delay",
-            "scheduler_before_connect",
             "use_master_when_local",
         ],
         Kind::NotYet(MINION_MASTER),
