@@ -161,6 +161,18 @@ pub struct RawConfig {
     /// Seconds between two polls of the beacons (Salt's `loop_interval`, default 1); read
     /// from the options.
     pub loop_interval: Option<f64>,
+    /// Implemented (#27): Salt's `minion_id_caching` (default true): a generated id (no `id`
+    /// set) is written to `<root_dir>/etc/saltq/minion_id` and read back at the next start,
+    /// so a renamed host keeps its minion id.
+    pub minion_id_caching: Option<bool>,
+    /// Implemented (#27): Salt's `minion_id_lowercase`: a generated id is lowercased.
+    pub minion_id_lowercase: Option<bool>,
+    /// Implemented (#27): Salt's `minion_id_remove_domain`: `true` cuts any domain off a
+    /// generated id, a domain name cuts that domain (case-insensitively).
+    pub minion_id_remove_domain: Option<Value>,
+    /// Implemented (#27): Salt's `append_domain`: appended to the id (set, cached or generated,
+    /// unless generated as an IPv4 address) unless it ends with it already or with `.`.
+    pub append_domain: Option<String>,
 }
 
 /// The state run of `startup_states`: the function and its arguments, as Salt's
@@ -639,20 +651,26 @@ impl MinionConfig {
             saltq_states::pillar::ext::from_config(e, &opts, &[])
                 .map_err(|m| bad("ext_pillar", m))?;
         }
-        let root = raw.root_dir.unwrap_or_else(|| PathBuf::from("/"));
+        let root = raw.root_dir.clone().unwrap_or_else(|| PathBuf::from("/"));
         if !root.is_absolute() {
             return Err(bad(
                 "root_dir",
                 format!("{} is not an absolute path", root.display()),
             ));
         }
-        let id = match raw.id {
-            Some(id) if id.trim().is_empty() || id.contains('/') => {
-                return Err(bad("id", format!("{id:?} is not a valid minion id")));
-            }
-            Some(id) => id,
-            None => fqdn(),
-        };
+        let id_keys = IdKeys::from_raw(&raw).map_err(|(k, m)| bad(k, m))?;
+        let id = minion_id(
+            raw.id.clone(),
+            &id_keys,
+            &rooted(
+                &root,
+                Path::new(DEFAULT_CONFIG_DIR).join("minion_id").as_path(),
+            ),
+            fqdn,
+        );
+        if id.trim().is_empty() || id.contains('/') {
+            return Err(bad("id", format!("{id:?} is not a valid minion id")));
+        }
         let transport = raw
             .transport
             .as_deref()
@@ -809,6 +827,122 @@ impl MinionConfig {
             .map(std::path::PathBuf::from);
         let statics = saltq_exec::static_grains(file.as_deref(), &self.grains);
         saltq_exec::compute_grains(&self.id, Some(&statics))
+    }
+}
+
+/// Salt's minion id keys (`get_id`, `_append_domain` in `salt/config/__init__.py`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IdKeys {
+    /// `minion_id_caching` (default true).
+    pub caching: bool,
+    /// `minion_id_lowercase`.
+    pub lowercase: bool,
+    /// `minion_id_remove_domain`: `Some("")` for `true` (any domain), a domain, or `None`.
+    pub remove_domain: Option<String>,
+    /// `append_domain`.
+    pub append_domain: Option<String>,
+}
+
+impl IdKeys {
+    /// The keys as written; a wrong type is the key and what was expected.
+    fn from_raw(raw: &RawConfig) -> Result<IdKeys, (&'static str, String)> {
+        let remove_domain = match &raw.minion_id_remove_domain {
+            None | Some(Value::Null) | Some(Value::Bool(false)) => None,
+            Some(Value::Bool(true)) => Some(String::new()),
+            Some(Value::String(d)) if d.is_empty() => None,
+            Some(Value::String(d)) => Some(d.clone()),
+            Some(other) => {
+                return Err((
+                    "minion_id_remove_domain",
+                    format!("{other} is not a domain name or a bool (Salt's str or bool)"),
+                ));
+            }
+        };
+        Ok(IdKeys {
+            caching: raw.minion_id_caching.unwrap_or(true),
+            lowercase: raw.minion_id_lowercase.unwrap_or(false),
+            remove_domain,
+            append_domain: raw.append_domain.clone().filter(|d| !d.is_empty()),
+        })
+    }
+}
+
+/// The minion id as Salt 3007.8's minion decides it: `id` when set; else the cached one
+/// (`cache`, with `minion_id_caching`) unless empty or `localhost`; else `generate()`d,
+/// lowercased and its domain removed as the keys say, and cached. Then `append_domain`,
+/// except to a generated IPv4 address.
+pub fn minion_id(
+    id: Option<String>,
+    keys: &IdKeys,
+    cache: &Path,
+    generate: impl FnOnce() -> String,
+) -> String {
+    let (id, generated_ip) = match id.filter(|i| !i.is_empty()) {
+        Some(id) => (id, false),
+        None => {
+            let cached = keys
+                .caching
+                .then(|| std::fs::read_to_string(cache).ok())
+                .flatten()
+                .and_then(|t| {
+                    t.lines()
+                        .next()
+                        .map(|l| l.trim().trim_start_matches('\u{feff}').to_owned())
+                })
+                .filter(|n| !n.is_empty() && n != "localhost");
+            match cached {
+                Some(name) => {
+                    tracing::debug!(
+                        "using the cached minion id from {}: {name}",
+                        cache.display()
+                    );
+                    (name, false)
+                }
+                None => {
+                    let mut new = generate();
+                    if keys.lowercase {
+                        new = new.to_lowercase();
+                    }
+                    match keys.remove_domain.as_deref() {
+                        Some("") => {
+                            if let Some((host, _)) = new.split_once('.') {
+                                new = host.to_owned();
+                            }
+                        }
+                        Some(d) => {
+                            let cut = new.len().saturating_sub(d.len() + 1);
+                            if new.len() > d.len()
+                                && new.is_char_boundary(cut)
+                                && new[cut..].eq_ignore_ascii_case(&format!(".{d}"))
+                            {
+                                new.truncate(cut);
+                            }
+                        }
+                        None => {}
+                    }
+                    if keys.caching {
+                        let written = cache
+                            .parent()
+                            .map_or(Ok(()), std::fs::create_dir_all)
+                            .and_then(|()| std::fs::write(cache, &new));
+                        if let Err(e) = written {
+                            tracing::error!(
+                                "could not cache the minion id in {}: {e}",
+                                cache.display()
+                            );
+                        }
+                    }
+                    let ip = new.parse::<std::net::Ipv4Addr>().is_ok();
+                    (new, ip)
+                }
+            }
+        }
+    };
+    match &keys.append_domain {
+        Some(d) if !generated_ip && !id.ends_with(d.as_str()) && !id.ends_with('.') => {
+            format!("{id}.{d}")
+        }
+        _ => id,
     }
 }
 
@@ -1237,5 +1371,84 @@ mod tests {
             "master_alive_interval",
             "not a number of seconds",
         );
+    }
+
+    /// Salt 3007.8's `get_id`/`_append_domain`, recorded with `salt.config.minion_config`:
+    /// generated `Web1.Example.COM` with `minion_id_lowercase` and `minion_id_remove_domain:
+    /// example.com` is `web1`, cached in `minion_id`; the cache wins over a new host name;
+    /// `append_domain` goes on any id once, not on a generated IPv4 address nor after a `.`.
+    #[test]
+    fn minion_id_keys_as_salt() {
+        let dir = std::env::temp_dir().join(format!("saltq-minion-id-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cache = dir.join("etc/saltq/minion_id");
+        let keys = IdKeys {
+            caching: true,
+            lowercase: true,
+            remove_domain: Some("example.com".into()),
+            append_domain: None,
+        };
+        assert_eq!(
+            minion_id(None, &keys, &cache, || "Web1.Example.COM".into()),
+            "web1"
+        );
+        assert_eq!(std::fs::read_to_string(&cache).unwrap(), "web1");
+        assert_eq!(minion_id(None, &keys, &cache, || "renamed".into()), "web1");
+        // Set ids are never cached nor changed by the generated-id keys.
+        assert_eq!(
+            minion_id(
+                Some("Set.Example.com".into()),
+                &keys,
+                &cache,
+                || unreachable!()
+            ),
+            "Set.Example.com"
+        );
+        std::fs::write(&cache, "localhost\n").unwrap();
+        let any = IdKeys {
+            remove_domain: Some(String::new()),
+            lowercase: false,
+            ..keys.clone()
+        };
+        assert_eq!(minion_id(None, &any, &cache, || "Host.a.b".into()), "Host");
+        let off = IdKeys {
+            caching: false,
+            ..IdKeys::default()
+        };
+        std::fs::write(&cache, "cached\n").unwrap();
+        assert_eq!(minion_id(None, &off, &cache, || "h.x".into()), "h.x");
+        let append = IdKeys {
+            caching: false,
+            append_domain: Some("corp".into()),
+            ..IdKeys::default()
+        };
+        assert_eq!(
+            minion_id(Some("db".into()), &append, &cache, || unreachable!()),
+            "db.corp"
+        );
+        assert_eq!(
+            minion_id(Some("db.corp".into()), &append, &cache, || unreachable!()),
+            "db.corp"
+        );
+        assert_eq!(
+            minion_id(Some("db.".into()), &append, &cache, || unreachable!()),
+            "db."
+        );
+        assert_eq!(
+            minion_id(None, &append, &cache, || "10.0.0.5".into()),
+            "10.0.0.5"
+        );
+        assert_eq!(minion_id(None, &append, &cache, || "h".into()), "h.corp");
+        let bad = RawConfig {
+            minion_id_remove_domain: Some(json!(3)),
+            ..RawConfig::default()
+        };
+        assert!(
+            IdKeys::from_raw(&bad)
+                .unwrap_err()
+                .1
+                .contains("not a domain name")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

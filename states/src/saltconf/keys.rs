@@ -316,13 +316,17 @@ const MASTER_STATES: &str = "the master's state and template settings are Salt's
 const MASTER_MODULES: &str =
     "the master runs runners and orchestration with its built-in modules and `file_roots`";
 const OPEN_FILES: &str = "the open-file soft limit is always raised to the hard limit at start";
+const PING_ON_ROTATE: &str = "Salt pings every minion after rotating its AES session key so they re-authenticate at once; saltq has no session key to rotate (each connection is its own TLS session, and a minion's certificate renewal is its own), so nothing needs a ping";
+const IPV6_MASTER: &str = "saltq's listeners on `interface: '::'` are always dual-stack (IPv6 and IPv4-mapped), what Salt's `ipv6: true` turns on; `interface` alone chooses the family";
+const OPEN_MODE: &str = "keys are always checked: use `auto_accept: true` to accept new minions; a rejected or changed key is not accepted as Salt's open mode would";
+const IPV6_MINION: &str = "the master's name is resolved in the system's order (the first address getaddrinfo gives, either family); Salt's `ipv6: true` (IPv6 first, IPv4 after a failure) and `false` (IPv4 only) are not applied yet";
 const MISC_MASTER: &str = "not supported by saltq's master";
 const SYNDIC: &str =
     "Salt's syndic forwarding queues: saltq's syndic forwards each event and return as it comes";
 const OPTS: &str = "read from the minion's options by the state engine and modules, as Salt's";
 const MINION_FILESERVER: &str = "a masterless minion serves every file of its `file_roots`";
 const MASTER_KEY: &str = "a master setting: the minion has no use for it (salt-minion neither)";
-const MINION_ID: &str = "the minion id is `id` or the host's FQDN, as written";
+const MINION_ID: &str = "the minion id is `id`, or the cached or generated one (the host's FQDN, with `minion_id_*` and `append_domain`); no function computes it and directories do not get it appended";
 const MINION_MASTER: &str =
     "masters are dialed in the order given (`random_master` shuffles), at start";
 const MINION_MISC: &str = "not supported by saltq's minion";
@@ -352,11 +356,12 @@ pub const MASTER: &[(&[&str], Kind)] = &[
             "autoreject_file",
             "autosign_grains_dir",
             "max_minions",
-            "open_mode",
-            "ping_on_rotate",
         ],
         Kind::NotYet(KEYS),
     ),
+    (&["ping_on_rotate"], Kind::NoEffect(PING_ON_ROTATE)),
+    (&["ipv6"], Kind::NoEffect(IPV6_MASTER)),
+    (&["open_mode"], Kind::NotYet(OPEN_MODE)),
     (
         &[
             "archive_jobs",
@@ -398,7 +403,6 @@ pub const MASTER: &[(&[&str], Kind)] = &[
             "http_request_timeout",
             "ipc_mode",
             "ipc_write_buffer",
-            "ipv6",
             "local",
             "max_event_size",
             "pub_hwm",
@@ -769,7 +773,6 @@ pub const MINION: &[(&[&str], Kind)] = &[
             "http_request_timeout",
             "ipc_mode",
             "ipc_write_buffer",
-            "ipv6",
             "local",
             "master_tries",
             "master_uri_format",
@@ -843,14 +846,7 @@ pub const MINION: &[(&[&str], Kind)] = &[
         Kind::NoEffect(CRYPTO),
     ),
     (
-        &[
-            "append_domain",
-            "append_minionid_config_dirs",
-            "id_function",
-            "minion_id_caching",
-            "minion_id_lowercase",
-            "minion_id_remove_domain",
-        ],
+        &["append_minionid_config_dirs", "id_function"],
         Kind::NotYet(MINION_ID),
     ),
     (
@@ -903,6 +899,7 @@ pub const MINION: &[(&[&str], Kind)] = &[
             "pillarenv",
             "pillarenv_from_saltenv",
             "renderer",
+            "saltenv",
             "state_auto_order",
             "state_events",
             "state_queue",
@@ -934,7 +931,6 @@ pub const MINION: &[(&[&str], Kind)] = &[
             "renderer_blacklist",
             "renderer_whitelist",
             "salt_cp_chunk_size",
-            "saltenv",
             "ssh_merge_pillar",
             "state_aggregate",
             "test",
@@ -1126,6 +1122,7 @@ pub const MINION: &[(&[&str], Kind)] = &[
         Kind::NoEffect(WINDOWS),
     ),
     (&["reactor"], Kind::NotYet(REACTOR_MINION)),
+    (&["ipv6"], Kind::NotYet(IPV6_MINION)),
     (&["rest_timeout"], Kind::NoEffect(OTHER)),
 ];
 

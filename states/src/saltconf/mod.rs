@@ -242,7 +242,7 @@ pub fn load(daemon: Daemon, file: &Path) -> Result<Loaded, LoadError> {
         (default_include, false, "default_include"),
         (include, true, "include"),
     ] {
-        let (opts, origin) = include_config(&list, file, verbose, key, &mut loaded, 0)?;
+        let (opts, origin) = include_config(daemon, &list, file, verbose, key, &mut loaded, 0)?;
         for (k, v) in opts {
             loaded.opts.insert(k.clone(), v);
             if let Some(o) = origin.get(&k) {
@@ -263,6 +263,7 @@ const MAX_INCLUDE_DEPTH: usize = 16;
 /// Salt's `include_config`: every file the globs match, each glob's matches in sorted order,
 /// merged into one mapping with [`update`] (lists joined), a file's own `include` over it.
 fn include_config(
+    daemon: Daemon,
     include: &Value,
     orig: &Path,
     verbose: bool,
@@ -332,6 +333,20 @@ fn include_config(
                     ));
                     continue;
                 }
+                // Salt's include_config logs a file it cannot parse (bad YAML, a duplicate
+                // key, not a mapping) and goes on without it, unless told to exit on config
+                // errors: salt-minion is (exit 1), salt-master is not, and a nested include
+                // never is. An unreadable file is an error for both (Salt's traceback).
+                Err(e) if e.io.is_none() && (daemon == Daemon::Master || depth > 0) => {
+                    loaded.warnings.push(format!(
+                        "{}: {} (skipped: Salt 3007.8's {} goes on without an included file \
+                         it cannot parse)",
+                        file.display(),
+                        e.message,
+                        if depth > 0 { "loader" } else { "master" }
+                    ));
+                    continue;
+                }
                 Err(e) => return Err(e),
             };
             loaded.files.push(file.clone());
@@ -341,7 +356,15 @@ fn include_config(
                 && !is_empty(&nested)
             {
                 let (more, more_origin) =
-                    include_config(&nested, &file, verbose, "include", loaded, depth + 1)?;
+                    include_config(
+                        daemon,
+                        &nested,
+                        &file,
+                        verbose,
+                        "include",
+                        loaded,
+                        depth + 1,
+                    )?;
                 for (k, v) in more {
                     opts.insert(k, v);
                 }

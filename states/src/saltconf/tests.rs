@@ -222,19 +222,59 @@ fn a_broken_schedule_conf_is_skipped_with_a_warning_and_other_files_refused() {
 #[test]
 fn a_duplicate_key_is_salts_conflicting_id_naming_file_key_and_line() {
     let d = Dir::new("dup");
-    let main = d.write("master", "");
+    let main = d.write("minion", "");
     d.write(
-        "master.d/auth.conf",
+        "minion.d/auth.conf",
         "auto_accept: true\nport: 1\nauto_accept: false\n",
     );
-    let e = load(Daemon::Master, &main).unwrap_err();
-    assert_eq!(e.path, d.0.join("master.d/auth.conf"));
+    let e = load(Daemon::Minion, &main).unwrap_err();
+    assert_eq!(e.path, d.0.join("minion.d/auth.conf"));
     assert_eq!(e.key.as_deref(), Some("auto_accept"));
     assert!(
         e.message.contains("found conflicting ID 'auto_accept'") && e.message.contains("line 3"),
         "{}",
         e.message
     );
+}
+
+/// Recorded from Salt 3007.8 (`master_config`, `minion_config(ignore_config_errors=False)` as
+/// salt-minion calls it): the master logs an included file with a YAML error and goes on
+/// without it; the minion exits 1; a nested include's broken file is skipped by both; a
+/// broken main file stops both.
+#[test]
+fn a_broken_included_file_is_skipped_by_the_master_and_refused_by_the_minion() {
+    let d = Dir::new("broken-include");
+    let master = d.write("master", "auto_accept: true\n");
+    d.write("master.d/bad.conf", "a: [\n");
+    d.write("master.d/dup.conf", "x: 1\nx: 2\n");
+    d.write("master.d/list.conf", "- a\n");
+    d.write("master.d/good.conf", "timeout: 9\ninclude: nested/*.conf\n");
+    d.write("master.d/nested/n.conf", "b: {\n");
+    let l = load(Daemon::Master, &master).unwrap();
+    assert_eq!(l.opts["auto_accept"], json!(true));
+    assert_eq!(l.opts["timeout"], json!(9));
+    for f in ["bad.conf", "dup.conf", "list.conf", "nested/n.conf"] {
+        assert!(
+            l.warnings
+                .iter()
+                .any(|w| w.contains(&format!("master.d/{f}")) && w.contains("skipped")),
+            "{f}: {:?}",
+            l.warnings
+        );
+    }
+    assert!(!l.files.contains(&d.0.join("master.d/bad.conf")));
+    let minion = d.write("minion", "id: m1\n");
+    d.write("minion.d/good.conf", "include: nested/*.conf\n");
+    d.write("minion.d/nested/n.conf", "b: {\n");
+    let l = load(Daemon::Minion, &minion).unwrap();
+    assert_eq!(l.opts["id"], json!("m1"));
+    assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
+    d.write("minion.d/bad.conf", "a: [\n");
+    let e = load(Daemon::Minion, &minion).unwrap_err();
+    assert_eq!(e.path, d.0.join("minion.d/bad.conf"));
+    d.write("master", "a: [\n");
+    let e = load(Daemon::Master, &master).unwrap_err();
+    assert_eq!(e.path, master);
 }
 
 #[test]

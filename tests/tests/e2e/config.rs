@@ -348,18 +348,57 @@ fn duplicate_and_unknown_keys_are_refused_naming_the_file_and_key() {
         format!("root_dir: {}\n", d.0.join("root").display()),
     )
     .unwrap();
+    // A duplicate key in the main file stops the master (Salt's exits 1)...
+    let root_line = format!("root_dir: {}\n", d.0.join("root").display());
+    std::fs::write(
+        etc.join("master"),
+        format!("{root_line}auto_accept: True\nauto_accept: False\n"),
+    )
+    .unwrap();
+    let (code, err) = refused("saltq-master", &etc);
+    assert_eq!(code, 64, "{err}");
+    assert!(
+        err.contains(&etc.join("master").display().to_string())
+            && err.contains("found conflicting ID 'auto_accept'")
+            && err.contains("line 3"),
+        "{err}"
+    );
+    std::fs::write(etc.join("master"), &root_line).unwrap();
+    // ... in a master.d file, Salt 3007.8's master logs it and goes on without that file.
     let dup = etc.join("master.d/auth.conf");
     std::fs::write(
         &dup,
         "auto_accept: True\nworker_threads: 4\nauto_accept: False\n",
     )
     .unwrap();
-    let (code, err) = refused("saltq-master", &etc);
+    let o = Command::new(bin("saltq-master"))
+        .arg("--check-config")
+        .arg("-c")
+        .arg(&etc)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains(&format!("# warning: {}", dup.display()))
+            && out.contains("found conflicting ID 'auto_accept'")
+            && out.contains("skipped")
+            && !out.contains("worker_threads:"),
+        "{out}"
+    );
+    // The minion refuses a broken minion.d file (salt-minion exits 1).
+    let mdup = d.0.join("minion-dup");
+    std::fs::create_dir_all(mdup.join("minion.d")).unwrap();
+    std::fs::write(
+        mdup.join("minion"),
+        format!("root_dir: {}\n", d.0.join("mdroot").display()),
+    )
+    .unwrap();
+    std::fs::write(mdup.join("minion.d/id.conf"), "id: a\nid: b\n").unwrap();
+    let (code, err) = refused("saltq-minion", &mdup);
     assert_eq!(code, 64, "{err}");
     assert!(
-        err.contains(&dup.display().to_string())
-            && err.contains("found conflicting ID 'auto_accept'")
-            && err.contains("line 3"),
+        err.contains("minion.d/id.conf") && err.contains("found conflicting ID 'id'"),
         "{err}"
     );
 
