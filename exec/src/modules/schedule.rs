@@ -56,6 +56,15 @@ pub(crate) const FUNCTIONS: &[Function] = &[
         .params(&[Param::req("name")])
         .kwargs()
         .doc("Modify an existing job in the schedule\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.modify job1 function='test.ping' seconds=3600\n"),
+    Function::new("schedule.copy", handler!(copy))
+        .params(&[Param::req("name"), Param::req("target")])
+        .kwargs()
+        .doc("Copy scheduled job to another minion or minions.\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.copy jobname target\n"),
+    Function::new("schedule.move", handler!(move_))
+        .py_name("move")
+        .params(&[Param::req("name"), Param::req("target")])
+        .kwargs()
+        .doc("Move scheduled job to another minion or minions.\n\nCLI Example:\n\n.. code-block:: bash\n\n    salt '*' schedule.move jobname target\n"),
     Function::new("schedule.postpone_job", handler!(postpone_job))
         .params(&[Param::req("name"), Param::req("current_time"), Param::req("new_time")])
         .kwargs()
@@ -151,14 +160,95 @@ fn current(call: &Call, where_: Option<&str>) -> Result<Map<String, Value>, Exec
     Ok(list_view(&schedule_of(&answer), true, true, None))
 }
 
-async fn list(call: Call) -> Result<Value, ExecError> {
-    let where_ = call.arg("where").as_str().map(str::to_owned);
-    let answer = manage(&call, json!({"func": "list", "where": where_}))?;
-    let saved = answer
-        .get("saved")
+/// `offline=True`: Salt's functions then read and write `minion.d/_schedule.conf` beside
+/// the minion's config themselves, with no running scheduler (a minion not started yet).
+fn offline(call: &Call) -> bool {
+    call.kwargs().get("offline").is_some_and(truthy)
+}
+
+/// Salt's `_get_schedule_config_file`: `minion.d/_schedule.conf` in the config directory
+/// (`conf_dir`, the directory of `conf_file`, the minion's `config_dir`, else `/etc/salt`).
+fn schedule_file(call: &Call) -> std::path::PathBuf {
+    let opts = &call.ctx.opts;
+    let s = |k: &str| {
+        opts.get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    let dir = s("conf_dir")
+        .map(std::path::PathBuf::from)
+        .or_else(|| s("conf_file").and_then(|f| std::path::Path::new(f).parent().map(Into::into)))
+        .or_else(|| s("config_dir").map(std::path::PathBuf::from))
+        .unwrap_or_else(|| "/etc/salt".into());
+    dir.join("minion.d").join("_schedule.conf")
+}
+
+/// The `schedule` dict `_schedule.conf` holds (empty without the file).
+fn read_offline(call: &Call) -> Result<Map<String, Value>, ExecError> {
+    let path = schedule_file(call);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Map::new()),
+        Err(e) => {
+            return Err(ExecError::execution(format!(
+                "cannot read {}: {e}",
+                path.display()
+            )));
+        }
+    };
+    if text.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    let doc: Value = serde_yaml_ng::from_str(&text)
+        .map_err(|e| ExecError::execution(format!("{} is not YAML: {e}", path.display())))?;
+    Ok(doc
+        .get("schedule")
         .and_then(Value::as_object)
         .cloned()
-        .unwrap_or_default();
+        .unwrap_or_default())
+}
+
+/// Writes `{"schedule": schedule}` to `_schedule.conf`, as Salt's offline mode does.
+fn write_offline(call: &Call, schedule: Map<String, Value>) -> Result<(), ExecError> {
+    let path = schedule_file(call);
+    let text = saltq_semantics::output::render(
+        saltq_semantics::output::Outputter::Yaml,
+        &json!({ "schedule": schedule }),
+        &saltq_semantics::output::OutputOptions::default(),
+    );
+    let write = || -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&path, text.as_bytes())
+    };
+    write().map_err(|e| {
+        ExecError::execution(format!(
+            "failed to persist the updated schedule to {}: {e}",
+            path.display()
+        ))
+    })
+}
+
+/// `list_(show_all=True, return_yaml=False, offline=True)`: the file's jobs as listed.
+fn current_offline(call: &Call) -> Result<Map<String, Value>, ExecError> {
+    Ok(list_view(&read_offline(call)?, true, true, None))
+}
+
+async fn list(call: Call) -> Result<Value, ExecError> {
+    let (answer, saved) = if truthy(call.arg("offline")) {
+        let saved = read_offline(&call)?;
+        (json!({ "schedule": saved.clone() }), saved)
+    } else {
+        let where_ = call.arg("where").as_str().map(str::to_owned);
+        let answer = manage(&call, json!({"func": "list", "where": where_}))?;
+        let saved = answer
+            .get("saved")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        (answer, saved)
+    };
     let return_yaml = truthy(call.arg("return_yaml"));
     let view = list_view(
         &schedule_of(&answer),
@@ -311,7 +401,12 @@ fn user_kwargs(call: &Call) -> Map<String, Value> {
 async fn add(call: Call) -> Result<Value, ExecError> {
     let name = name_of(&call);
     let mut ret = json!({"comment": format!("Failed to add job {name} to schedule."), "result": false, "changes": {}});
-    if current(&call, None)?.contains_key(&name) {
+    let existing = if offline(&call) {
+        current_offline(&call)?
+    } else {
+        current(&call, None)?
+    };
+    if existing.contains_key(&name) {
         ret["comment"] = json!(format!("Job {name} already exists in schedule."));
         return Ok(ret);
     }
@@ -334,6 +429,14 @@ async fn add(call: Call) -> Result<Value, ExecError> {
             json!({"comment": format!("Job: {name} would be added to schedule."), "result": true, "changes": {}}),
         );
     }
+    if offline(&call) {
+        let mut schedule = existing;
+        schedule.insert(name.clone(), Value::Object(job));
+        write_offline(&call, schedule)?;
+        return Ok(
+            json!({"comment": format!("Added job: {name} to schedule."), "result": true, "changes": {&name: "added"}}),
+        );
+    }
     let answer = manage(
         &call,
         json!({"name": name, "schedule": {&name: job}, "func": "add", "persist": persist(&call)}),
@@ -352,6 +455,20 @@ async fn delete(call: Call) -> Result<Value, ExecError> {
         );
     }
     let mut ret = json!({"comment": format!("Failed to delete job {name} from schedule."), "result": false, "changes": {}});
+    if offline(&call) {
+        let mut schedule = current_offline(&call)?;
+        // Salt's offline delete meets a KeyError here.
+        if schedule.shift_remove(&name).is_none() {
+            return Err(ExecError::execution(format!(
+                "job {name} is not in {}",
+                schedule_file(&call).display()
+            )));
+        }
+        write_offline(&call, schedule)?;
+        return Ok(
+            json!({"comment": format!("Deleted Job {name} from schedule."), "result": true, "changes": {&name: "removed"}}),
+        );
+    }
     let in_opts = current(&call, Some("opts"))?.contains_key(&name);
     if !in_opts && !current(&call, Some("pillar"))?.contains_key(&name) {
         ret["comment"] = json!(format!("Job {name} does not exist."));
@@ -371,7 +488,13 @@ async fn delete(call: Call) -> Result<Value, ExecError> {
 async fn purge(call: Call) -> Result<Value, ExecError> {
     let mut comments = Vec::new();
     let mut changes = Map::new();
-    for name in current(&call, None)?.keys() {
+    let off = offline(&call);
+    let mut schedule = if off {
+        current_offline(&call)?
+    } else {
+        current(&call, None)?
+    };
+    for name in schedule.clone().keys() {
         if name == "enabled" || name.starts_with("__") {
             continue;
         }
@@ -379,6 +502,12 @@ async fn purge(call: Call) -> Result<Value, ExecError> {
             comments.push(json!(format!(
                 "Job: {name} would be deleted from schedule."
             )));
+            continue;
+        }
+        if off {
+            schedule.shift_remove(name);
+            comments.push(json!(format!("Deleted job: {name} from schedule.")));
+            changes.insert(name.clone(), json!("removed"));
             continue;
         }
         let answer = manage(
@@ -391,6 +520,10 @@ async fn purge(call: Call) -> Result<Value, ExecError> {
             changes.insert(name.clone(), json!("removed"));
             comments.push(json!(format!("Deleted job: {name} from schedule.")));
         }
+    }
+    // Salt writes the file at the end in offline mode.
+    if off {
+        write_offline(&call, schedule)?;
     }
     Ok(json!({"comment": comments, "changes": changes, "result": true}))
 }
@@ -406,7 +539,12 @@ async fn modify(call: Call) -> Result<Value, ExecError> {
             json!({"comment": r#"Error: Unable to use "seconds", "minutes", "hours", or "days" with "when" option."#, "changes": {}, "result": false}),
         );
     }
-    let all = current(&call, None)?;
+    let off = offline(&call);
+    let all = if off {
+        current_offline(&call)?
+    } else {
+        current(&call, None)?
+    };
     let Some(Value::Object(cur)) = all.get(&name) else {
         return Ok(
             json!({"comment": format!("Job {name} does not exist in schedule."), "changes": {}, "result": false}),
@@ -435,6 +573,16 @@ async fn modify(call: Call) -> Result<Value, ExecError> {
     if kw_true(&call, "test") {
         return Ok(
             json!({"comment": format!("Job: {name} would be modified in schedule."), "changes": changes, "result": true}),
+        );
+    }
+    if off {
+        let mut schedule = all.clone();
+        if let Some(Value::Object(job)) = schedule.get_mut(&name) {
+            job.extend(new);
+        }
+        write_offline(&call, schedule)?;
+        return Ok(
+            json!({"comment": format!("Modified job: {name} in schedule."), "changes": changes, "result": true}),
         );
     }
     let in_opts = current(&call, Some("opts"))?.contains_key(&name);
@@ -567,6 +715,87 @@ async fn reload(call: Call) -> Result<Value, ExecError> {
         return Ok(json!({"comment": comments, "result": false}));
     }
     Ok(json!({"comment": comments, "result": true}))
+}
+
+/// `move` and `copy`, as Salt's: the job's options (from the config's jobs, else the
+/// pillar's) published to `target` as `schedule.add key=value ...` through `publish.publish`
+/// (the master's `peer` rules decide), then, for a move, the job deleted here. Without
+/// peer publishing `publish.publish` answers nothing, as Salt's does with no master.
+async fn relocate(call: &Call, moving: bool) -> Result<Value, ExecError> {
+    let name = name_of(call);
+    let mut ret = json!({"comment": [], "result": true});
+    if name.is_empty() {
+        ret = json!({"comment": "Job name is required.", "result": false});
+    }
+    let verb = if moving { "moved" } else { "copied" };
+    if kw_true(call, "test") {
+        ret["comment"] = json!(format!("Job: {name} would be {verb} from schedule."));
+        return Ok(ret);
+    }
+    let opts = current(call, Some("opts"))?;
+    let data = match opts.get(&name) {
+        Some(d) => d.clone(),
+        None => match current(call, Some("pillar"))?.get(&name) {
+            Some(d) => d.clone(),
+            None => {
+                return Ok(
+                    json!({"comment": format!("Job {name} does not exist."), "result": false}),
+                );
+            }
+        },
+    };
+    let words: Vec<Value> = data
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| json!(format!("{k}={}", saltq_semantics::python::str(v))))
+        .collect();
+    let target = call.arg("target").clone();
+    let args = vec![target, json!("schedule.add"), Value::Array(words)];
+    let response =
+        match crate::dispatch::call_direct(&call.ctx, "publish.publish", args, Map::new()).await {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+    let minions: Vec<&String> = response.keys().collect();
+    let errors: Vec<&String> = response
+        .iter()
+        .filter(|(_, r)| !truthy(r))
+        .map(|(id, _)| id)
+        .collect();
+    if response.is_empty() {
+        ret["comment"] = json!("no servers answered the published schedule.add command");
+        return Ok(ret);
+    }
+    if !errors.is_empty() {
+        ret["comment"] = json!("the following minions return False");
+        ret["minions"] = json!(errors);
+        return Ok(ret);
+    }
+    if moving {
+        crate::dispatch::call_direct(&call.ctx, "schedule.delete", vec![json!(name)], Map::new())
+            .await
+            .map_err(|e| match e {
+                crate::dispatch::DirectError::Failed(e) => e,
+                crate::dispatch::DirectError::Missing => {
+                    ExecError::execution("schedule.delete is not available")
+                }
+            })?;
+        ret["comment"] = json!(format!("Moved Job {name} from schedule."));
+    } else {
+        ret["comment"] = json!(format!("Copied Job {name} from schedule to minion(s)."));
+    }
+    ret["result"] = json!(true);
+    ret["minions"] = json!(minions);
+    Ok(ret)
+}
+
+async fn move_(call: Call) -> Result<Value, ExecError> {
+    relocate(&call, true).await
+}
+
+async fn copy(call: Call) -> Result<Value, ExecError> {
+    relocate(&call, false).await
 }
 
 /// `postpone_job` and `skip_job`: one explicit time (two for postpone).
@@ -775,6 +1004,116 @@ mod tests {
             }
         }
         assert!(failed.is_empty(), "{}", failed.join("\n"));
+    }
+
+    /// `offline=True` (Salt's "when the Salt minion is not running"): the functions edit
+    /// `minion.d/_schedule.conf` beside the config themselves, with no scheduler at all.
+    #[tokio::test]
+    async fn offline_calls_edit_the_schedule_file_without_a_scheduler() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = ctx();
+        let ctx = CallContext::new(
+            Arc::new(RwLock::new(base.grains())),
+            Arc::new(RwLock::new(json!({}))),
+            Arc::new(json!({"id": "m1", "config_dir": dir.path().display().to_string()})),
+            base.jobs.clone(),
+        );
+        let file = dir.path().join("minion.d").join("_schedule.conf");
+        let off = |extra: Value| {
+            let mut kw = json!({"offline": true});
+            kw.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            kw
+        };
+        let out = run_in(
+            &ctx,
+            "schedule.add",
+            json!(["job1"]),
+            off(json!({"function": "test.ping", "seconds": 3600})),
+        )
+        .await;
+        assert_eq!(
+            out.ret,
+            json!({"comment": "Added job: job1 to schedule.", "result": true, "changes": {"job1": "added"}}),
+        );
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            text.contains("job1:") && text.contains("seconds: 3600"),
+            "{text}"
+        );
+        let again = run_in(
+            &ctx,
+            "schedule.add",
+            json!(["job1"]),
+            off(json!({"function": "test.ping", "seconds": 5})),
+        )
+        .await;
+        assert_eq!(
+            again.ret["comment"],
+            json!("Job job1 already exists in schedule.")
+        );
+        let listed = run_in(
+            &ctx,
+            "schedule.list",
+            json!([]),
+            json!({"offline": true, "return_yaml": false}),
+        )
+        .await;
+        assert_eq!(listed.ret["job1"]["seconds"], json!(3600), "{}", listed.ret);
+        let modified = run_in(
+            &ctx,
+            "schedule.modify",
+            json!(["job1"]),
+            off(json!({"function": "test.ping", "seconds": 60})),
+        )
+        .await;
+        assert_eq!(
+            modified.ret["comment"],
+            json!("Modified job: job1 in schedule."),
+            "{}",
+            modified.ret
+        );
+        assert!(
+            std::fs::read_to_string(&file)
+                .unwrap()
+                .contains("seconds: 60")
+        );
+        run_in(
+            &ctx,
+            "schedule.add",
+            json!(["job2"]),
+            off(json!({"function": "test.true", "minutes": 5})),
+        )
+        .await;
+        let deleted = run_in(&ctx, "schedule.delete", json!(["job2"]), off(json!({}))).await;
+        assert_eq!(
+            deleted.ret,
+            json!({"comment": "Deleted Job job2 from schedule.", "result": true, "changes": {"job2": "removed"}}),
+        );
+        let missing = run_in(&ctx, "schedule.delete", json!(["job2"]), off(json!({}))).await;
+        assert!(!missing.success, "{}", missing.ret);
+        assert!(
+            missing.ret.as_str().unwrap().contains("job2"),
+            "{}",
+            missing.ret
+        );
+        let purged = run_in(&ctx, "schedule.purge", json!([]), off(json!({}))).await;
+        assert_eq!(
+            purged.ret,
+            json!({"comment": ["Deleted job: job1 from schedule."], "changes": {"job1": "removed"}, "result": true}),
+        );
+        let empty = run_in(
+            &ctx,
+            "schedule.list",
+            json!([]),
+            json!({"offline": true, "return_yaml": false}),
+        )
+        .await;
+        assert_eq!(empty.ret, json!({}));
+        // Without offline, the same call needs the minion's scheduler.
+        let online = run_in(&ctx, "schedule.list", json!([]), json!({})).await;
+        assert!(!online.success);
     }
 
     #[tokio::test]
