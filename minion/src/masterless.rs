@@ -21,7 +21,8 @@ pub fn compile_pillar(cfg: &MinionConfig, grains: &Value) -> Map<String, Value> 
 
 /// [`compile_pillar`] for a state run's `saltenv` and `pillarenv` (`state.apply
 /// saltenv=dev pillarenv=dev`): `pillarenv` compiles that environment only, else with
-/// `pillarenv_from_saltenv` the saltenv's.
+/// `pillarenv_from_saltenv` the saltenv's. Neither named, the minion's own `saltenv` and
+/// `pillarenv` options stand in, as salt-call --local compiles its pillar with them.
 pub fn compile_pillar_env(
     cfg: &MinionConfig,
     grains: &Value,
@@ -67,6 +68,13 @@ pub fn compile_pillar_env(
         ctx,
         ext: sources,
     };
+    let saltenv = saltenv.or_else(|| {
+        cfg.opts
+            .get("saltenv")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    });
     let compiled = compiler.compile(&Request {
         minion_id: cfg.id.clone(),
         grains: grains.clone(),

@@ -22,15 +22,24 @@ pub struct MasterPillar {
     pub cfg: Arc<MinionConfig>,
 }
 
+impl MasterPillar {
+    /// A client on the current connection within the minion's message limits; an error
+    /// when there is no connection.
+    fn client(&self) -> Result<MinionServiceClient<Channel>, String> {
+        let ch = self.chan.borrow().clone();
+        let ch = ch.ok_or_else(|| "not connected to the master".to_owned())?;
+        let limit = self.cfg.limits.max_message_size;
+        Ok(MinionServiceClient::new(ch)
+            .max_decoding_message_size(limit)
+            .max_encoding_message_size(limit))
+    }
+}
+
 impl PillarClient for MasterPillar {
     fn compile_ext(&self, ext: Value, pillar_override: Map<String, Value>) -> MasterFuture<Value> {
-        let chan = self.chan.borrow().clone();
-        let limit = self.cfg.limits.max_message_size;
+        let client = self.client();
         Box::pin(async move {
-            let ch = chan.ok_or("not connected to the master")?;
-            let mut client = MinionServiceClient::new(ch)
-                .max_decoding_message_size(limit)
-                .max_encoding_message_size(limit);
+            let mut client = client?;
             let req = pb::GetExtPillarRequest {
                 ext: Some(value::to_prost(&ext)),
                 pillar_override: Some(value::map_to_struct(&pillar_override)),
@@ -49,13 +58,9 @@ impl PillarClient for MasterPillar {
         saltenv: Option<String>,
         pillarenv: Option<String>,
     ) -> MasterFuture<Value> {
-        let chan = self.chan.borrow().clone();
-        let limit = self.cfg.limits.max_message_size;
+        let client = self.client();
         Box::pin(async move {
-            let ch = chan.ok_or("not connected to the master")?;
-            let mut client = MinionServiceClient::new(ch)
-                .max_decoding_message_size(limit)
-                .max_encoding_message_size(limit);
+            let mut client = client?;
             let req = pb::GetPillarRequest {
                 ordered: true,
                 saltenv: saltenv.unwrap_or_default(),

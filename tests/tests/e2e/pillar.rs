@@ -424,6 +424,32 @@ fn a_failed_pillar_refresh_is_logged_and_in_errors_until_one_succeeds() {
     );
 }
 
+/// Two pillar environments under `dir`, `pillar-base` (`where: base`, `only_base`) and
+/// `pillar-dev` (`where: dev`, `only_dev`), each with its top file.
+fn pillar_envs(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (pb, pd) = (dir.join("pillar-base"), dir.join("pillar-dev"));
+    write(&pb, "top.sls", "base:\n  '*':\n    - common\n");
+    write(&pb, "common.sls", "where: base\nonly_base: 1\n");
+    write(&pd, "top.sls", "dev:\n  '*':\n    - devdata\n");
+    write(&pd, "devdata.sls", "where: dev\nonly_dev: 1\n");
+    (pb, pd)
+}
+
+/// Two state environments under `dir`, `tree-base` and `tree-dev`, each with an `env` SLS
+/// that writes `out/<saltenv>-<pillar tag>.txt` holding the pillar values it saw.
+fn state_envs(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let state = format!(
+        "env:\n  file.managed:\n    - name: {out}/{{{{ saltenv }}}}-{{{{ pillar.get('tag') }}}}.txt\n    - contents: \"{{{{ pillar.get('where') }}}} {{{{ pillar.get('only_base') }}}} {{{{ pillar.get('only_dev') }}}}\"\n",
+        out = out.display()
+    );
+    let (tb, td) = (dir.join("tree-base"), dir.join("tree-dev"));
+    write(&tb, "env.sls", &state);
+    write(&td, "env.sls", &state);
+    (tb, td)
+}
+
 /// A state run's `saltenv=` and `pillarenv=` choose its pillar as Salt's do: `pillarenv=`
 /// compiles that pillar environment only; with the master's `pillarenv_from_saltenv` the
 /// run's `saltenv=` is its pillarenv; a run naming neither sees the minion's pillar (every
@@ -431,20 +457,8 @@ fn a_failed_pillar_refresh_is_logged_and_in_errors_until_one_succeeds() {
 #[test]
 fn state_runs_take_saltenv_and_pillarenv_from_the_request() {
     let master = Master::start_with(|dir| {
-        let (pb, pd) = (dir.join("pillar-base"), dir.join("pillar-dev"));
-        write(&pb, "top.sls", "base:\n  '*':\n    - common\n");
-        write(&pb, "common.sls", "where: base\nonly_base: 1\n");
-        write(&pd, "top.sls", "dev:\n  '*':\n    - devdata\n");
-        write(&pd, "devdata.sls", "where: dev\nonly_dev: 1\n");
-        let out = dir.join("out");
-        std::fs::create_dir_all(&out).unwrap();
-        let state = format!(
-            "env:\n  file.managed:\n    - name: {out}/{{{{ saltenv }}}}-{{{{ pillar.get('tag') }}}}.txt\n    - contents: \"{{{{ pillar.get('where') }}}} {{{{ pillar.get('only_base') }}}} {{{{ pillar.get('only_dev') }}}}\"\n",
-            out = out.display()
-        );
-        let (tb, td) = (dir.join("tree-base"), dir.join("tree-dev"));
-        write(&tb, "env.sls", &state);
-        write(&td, "env.sls", &state);
+        let (pb, pd) = pillar_envs(dir);
+        let (tb, td) = state_envs(dir);
         format!(
             "auto_accept: true\npillarenv_from_saltenv: true\npillar_roots:\n  base:\n    - {}\n  dev:\n    - {}\nfile_roots:\n  base:\n    - {}\n  dev:\n    - {}\n",
             pb.display(),
@@ -494,20 +508,9 @@ fn state_runs_take_saltenv_and_pillarenv_from_the_request() {
 fn masterless_state_runs_take_saltenv_and_pillarenv_from_the_request() {
     let scratch = saltq_tests::Scratch::new("local-env");
     let d = scratch.0.as_path();
-    let (pb, pd) = (d.join("pillar-base"), d.join("pillar-dev"));
-    write(&pb, "top.sls", "base:\n  '*':\n    - common\n");
-    write(&pb, "common.sls", "where: base\nonly_base: 1\n");
-    write(&pd, "top.sls", "dev:\n  '*':\n    - devdata\n");
-    write(&pd, "devdata.sls", "where: dev\nonly_dev: 1\n");
+    let (pb, pd) = pillar_envs(d);
+    let (tb, td) = state_envs(d);
     let out = d.join("out");
-    std::fs::create_dir_all(&out).unwrap();
-    let state = format!(
-        "env:\n  file.managed:\n    - name: {out}/{{{{ saltenv }}}}-{{{{ pillar.get('tag') }}}}.txt\n    - contents: \"{{{{ pillar.get('where') }}}} {{{{ pillar.get('only_base') }}}} {{{{ pillar.get('only_dev') }}}}\"\n",
-        out = out.display()
-    );
-    let (tb, td) = (d.join("tree-base"), d.join("tree-dev"));
-    write(&tb, "env.sls", &state);
-    write(&td, "env.sls", &state);
     let conf = d.join("etc");
     write(
         &conf,
@@ -547,4 +550,56 @@ fn masterless_state_runs_take_saltenv_and_pillarenv_from_the_request() {
     // Without pillarenv_from_saltenv (a master option; the minion's default is off), the
     // saltenv alone does not narrow the pillar.
     assert_eq!(run("saltenv", &["saltenv=dev"]), "dev 1 1\n");
+}
+
+/// Masterless, the minion's own `pillarenv` and `saltenv` options choose its pillar as
+/// salt-call --local 3007.8 does (recorded): `pillarenv: dev` compiles dev alone; `saltenv:
+/// dev` does too with `pillarenv_from_saltenv`, and without it every environment, merged.
+#[test]
+fn masterless_pillar_takes_the_minions_saltenv_and_pillarenv() {
+    let scratch = saltq_tests::Scratch::new("local-envopt");
+    let d = scratch.0.as_path();
+    let (pb, pd) = pillar_envs(d);
+    let items = |name: &str, extra: &str| -> String {
+        let conf = d.join(name);
+        write(
+            &conf,
+            "minion",
+            &format!(
+                "id: local-envopt1\nroot_dir: {}\nfile_client: local\npillar_roots:\n  base:\n    - {}\n  dev:\n    - {}\n{extra}",
+                d.join("root").display(),
+                pb.display(),
+                pd.display(),
+            ),
+        );
+        let o = std::process::Command::new(bin("saltq-minion"))
+            .arg("-c")
+            .arg(&conf)
+            .args(["call", "pillar.items", "--out", "json"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{name}: {o:?}");
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        // The text, so that the key order is compared too.
+        v["local"].to_string()
+    };
+    assert_eq!(
+        items("none", ""),
+        r#"{"where":"dev","only_base":1,"only_dev":1}"#
+    );
+    assert_eq!(
+        items("pillarenv", "pillarenv: dev\n"),
+        r#"{"where":"dev","only_dev":1}"#
+    );
+    assert_eq!(
+        items(
+            "from-saltenv",
+            "saltenv: dev\npillarenv_from_saltenv: true\n"
+        ),
+        r#"{"where":"dev","only_dev":1}"#
+    );
+    assert_eq!(
+        items("saltenv", "saltenv: dev\n"),
+        r#"{"where":"dev","only_base":1,"only_dev":1}"#
+    );
 }
