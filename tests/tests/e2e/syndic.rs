@@ -405,3 +405,55 @@ fn a_master_without_order_masters_refuses_a_syndic() {
         t.contains("order_masters is not set").then_some(())
     });
 }
+
+/// Hot multi-master under syndics: a minion serving two lower masters of one top (each lower
+/// master independent, its own CA) runs a job from the top once per master, as Salt's
+/// `MultiMinion` does; each lower master stores its own return, and the top stores the
+/// minion's return once (the second forwarded one is a duplicate), naming it once.
+#[test]
+fn a_minion_of_two_syndics_answers_the_top_once() {
+    let top = Master::start("id: top\norder_masters: true\nsyndic_wait: 1\nauto_accept: true\n");
+    let syndics = [lower(&top, "syn1"), lower(&top, "syn2")];
+    let list: String = syndics
+        .iter()
+        .map(|s| format!("  - 127.0.0.1:{}\n", s.port))
+        .collect();
+    let _m = saltq_tests::Minion::start_at(&format!("master:\n{list}"), "hm1", "");
+    for s in &syndics {
+        s.wait_for("hm1");
+    }
+    eventually("the top reaches hm1", Duration::from_secs(40), || {
+        let o = top.saltq(&["*", "test.ping", "--out", "json", "--static", "-t", "3"]);
+        (lenient(&o) == json!({"hm1": true})).then_some(())
+    });
+    let o = top.saltq(&["*", "test.echo", "twice", "--async"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let jid = jid_of(&o);
+    for s in &syndics {
+        eventually(
+            "each lower master stores its own run",
+            Duration::from_secs(20),
+            || {
+                let o = s.saltq(&["run", "jobs.lookup_jid", &jid, "--out", "json"]);
+                (lenient(&o) == json!({"hm1": "twice"})).then_some(())
+            },
+        );
+    }
+    let o = eventually("the top stores it", Duration::from_secs(20), || {
+        let o = top.saltq(&["run", "jobs.list_job", &jid, "--out", "json"]);
+        (ids(&o.json()["Result"]) == ["hm1"]).then_some(o)
+    });
+    assert_eq!(minions_of(&o.json()), ["hm1"], "{o:?}");
+    assert_eq!(o.json()["Result"]["hm1"]["return"], "twice", "{o:?}");
+    // The other syndic's copy reached the top too, and was dropped as a duplicate.
+    eventually(
+        "the second return is a duplicate at the top",
+        Duration::from_secs(20),
+        || {
+            let t = std::fs::read_to_string(top.log()).unwrap_or_default();
+            t.lines()
+                .any(|l| l.contains("duplicate return dropped") && l.contains(&jid))
+                .then_some(())
+        },
+    );
+}
