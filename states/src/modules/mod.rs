@@ -12,6 +12,7 @@
 pub mod archive;
 pub mod cmd;
 pub mod cron;
+pub mod debconf;
 pub mod event;
 pub mod external;
 pub mod file;
@@ -185,6 +186,7 @@ pub const MODULES: &[&[StateFunction]] = &[
     archive::FUNCTIONS,
     cmd::FUNCTIONS,
     cron::FUNCTIONS,
+    debconf::FUNCTIONS,
     event::FUNCTIONS,
     file::FUNCTIONS,
     git::FUNCTIONS,
