@@ -15,6 +15,12 @@ mod hw;
 pub(crate) mod net;
 mod os;
 
+/// The Salt release whose behaviour saltq implements (the `saltversion` grain).
+pub const SALT_VERSION: &str = "3007.8";
+
+/// The `pythonversion` grain: Salt 3007.8 on Debian 12's python3 3.11.2.
+const PYTHON_VERSION: (u32, u32, u32, &str, u32) = (3, 11, 2, "final", 0);
+
 /// Reads a grains file (YAML, as Salt's `/etc/salt/grains`): its top-level dict, or an empty
 /// one when the file is absent, unreadable, not YAML or not a dict (Salt skips a bad file
 /// with a warning).
@@ -155,10 +161,19 @@ pub fn compute_grains(id: &str, static_grains: Option<&Map<String, Value>>) -> V
         "systempath".into(),
         json!(path.trim().split(':').collect::<Vec<_>>()),
     );
-    let version = env!("CARGO_PKG_VERSION");
-    g.insert("saltversion".into(), json!(version));
-    let info: Vec<u64> = version.split('.').filter_map(|p| p.parse().ok()).collect();
+    // The Salt version whose behaviour saltq implements, so formulas' version gates
+    // (`grains.saltversioninfo >= [3006]`) take Salt 3007.8's branch; saltq's own version
+    // is `saltqversion`.
+    g.insert("saltversion".into(), json!(SALT_VERSION));
+    let info: Vec<u64> = SALT_VERSION
+        .split('.')
+        .filter_map(|p| p.parse().ok())
+        .collect();
     g.insert("saltversioninfo".into(), json!(info));
+    g.insert("saltqversion".into(), json!(env!("CARGO_PKG_VERSION")));
+    // `list(sys.version_info)` of the Python Salt 3007.8 runs on in the census (Debian 12's
+    // python3): saltq has no Python, formulas read it for Python 2/3 branches.
+    g.insert("pythonversion".into(), json!(PYTHON_VERSION));
     g.insert("shell".into(), json!(crate::modules::cmd::default_shell()));
 
     let uid = Uid::current();

@@ -235,7 +235,11 @@ fn this_machine() {
     assert_eq!(g["os"], json!("Overridden"));
     assert_eq!(g["kernel"], json!("Linux"));
     assert_eq!(g["num_gpus"], json!(0));
-    assert_eq!(g["saltversion"], json!(env!("CARGO_PKG_VERSION")));
+    // Salt's version for formulas' version gates, saltq's own beside it (#35).
+    assert_eq!(g["saltversion"], json!("3007.8"));
+    assert_eq!(g["saltversioninfo"], json!([3007, 8]));
+    assert_eq!(g["saltqversion"], json!(env!("CARGO_PKG_VERSION")));
+    assert_eq!(g["pythonversion"], json!([3, 11, 2, "final", 0]));
     let ipv4: Vec<&str> = g["ipv4"]
         .as_array()
         .map(|a| a.iter().filter_map(Value::as_str).collect())

@@ -22,6 +22,14 @@ pub(crate) const FUNCTIONS: &[Function] = &[
             Param::opt("ordered", Lit::Bool(true)),
         ])
         .doc(GET_DOC),
+    Function::new("grains.fetch", handler!(get))
+        .params(&[
+            Param::req("key"),
+            Param::opt("default", Lit::Str("")),
+            Param::opt("delimiter", Lit::Str(":")),
+            Param::opt("ordered", Lit::Bool(true)),
+        ])
+        .doc(FETCH_DOC),
     Function::new("grains.item", handler!(item))
         .varargs()
         .kwargs()
@@ -105,7 +113,9 @@ fn sanitize_all(map: &mut Map<String, Value>) {
     }
 }
 
-const GET_DOC: &str = "Return the named grain, or ``default`` (an empty string unless given) when
+macro_rules! get_doc {
+    () => {
+        "Return the named grain, or ``default`` (an empty string unless given) when
 the minion has no such grain.
 
 The key may reach into nested dicts and lists with a ``:`` delimiter: with grains
@@ -125,7 +135,12 @@ CLI Example:
 
     salt '*' grains.get pkg:apache
     salt '*' grains.get abc::def|ghi delimiter='|'
-";
+"
+    };
+}
+
+const GET_DOC: &str = get_doc!();
+const FETCH_DOC: &str = concat!("\nThis function is an alias of ``get``.\n", get_doc!());
 
 async fn get(call: Call) -> Result<Value, ExecError> {
     let key = python::str(call.arg("key"));

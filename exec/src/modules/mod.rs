@@ -49,30 +49,40 @@ pub(crate) async fn run_cmd_env(
         })
 }
 
+pub(crate) mod alternatives;
 pub(crate) mod archive;
 pub(crate) mod beacons;
 pub(crate) mod cmd;
 pub(crate) mod config;
 pub(crate) mod cp;
 pub(crate) mod cron;
+pub(crate) mod defaults;
 pub(crate) mod disk;
 pub(crate) mod event;
 pub(crate) mod file;
+pub(crate) mod file_path;
+#[cfg(test)]
+mod formula_funcs_tests;
 pub(crate) mod git;
 pub(crate) mod grains;
+pub(crate) mod grains_filter;
 pub(crate) mod group;
 pub(crate) mod hosts;
 pub(crate) mod kmod;
 pub(crate) mod locale;
+pub(crate) mod log;
+pub(crate) mod matcher;
 pub(crate) mod mine;
 pub(crate) mod mount;
 pub(crate) mod network;
+pub(crate) mod network_iface;
 pub(crate) mod pillar;
 pub(crate) mod pkg;
 pub(crate) mod saltutil;
 pub(crate) mod schedule;
 pub(crate) mod service;
 pub(crate) mod shadow;
+pub(crate) mod slsutil;
 pub(crate) mod ssh;
 pub(crate) mod state;
 pub(crate) mod status;
@@ -84,30 +94,38 @@ pub(crate) mod user;
 
 /// Every module's functions.
 pub(crate) const MODULES: &[&[Function]] = &[
+    alternatives::FUNCTIONS,
     archive::FUNCTIONS,
     beacons::FUNCTIONS,
     cmd::FUNCTIONS,
     config::FUNCTIONS,
     cp::FUNCTIONS,
     cron::FUNCTIONS,
+    defaults::FUNCTIONS,
     disk::FUNCTIONS,
     event::FUNCTIONS,
     file::FUNCTIONS,
+    file_path::FUNCTIONS,
     git::FUNCTIONS,
     grains::FUNCTIONS,
+    grains_filter::FUNCTIONS,
     group::FUNCTIONS,
     hosts::FUNCTIONS,
     kmod::FUNCTIONS,
     locale::FUNCTIONS,
+    log::FUNCTIONS,
+    matcher::FUNCTIONS,
     mine::FUNCTIONS,
     mount::FUNCTIONS,
     network::FUNCTIONS,
+    network_iface::FUNCTIONS,
     pillar::FUNCTIONS,
     pkg::FUNCTIONS,
     saltutil::FUNCTIONS,
     schedule::FUNCTIONS,
     service::FUNCTIONS,
     shadow::FUNCTIONS,
+    slsutil::FUNCTIONS,
     ssh::FUNCTIONS,
     state::FUNCTIONS,
     status::FUNCTIONS,

@@ -332,6 +332,8 @@ mod tests {
             json!([
                 "grains.append",
                 "grains.delval",
+                "grains.fetch",
+                "grains.filter_by",
                 "grains.get",
                 "grains.has_value",
                 "grains.item",
@@ -385,10 +387,11 @@ mod tests {
         assert_eq!(
             out.ret,
             json!([
-                "archive", "beacons", "cmd", "config", "cp", "cron", "disk", "event", "file",
-                "git", "grains", "group", "hosts", "kmod", "locale", "mine", "mount", "network",
-                "pillar", "pkg", "saltutil", "schedule", "service", "shadow", "ssh", "state",
-                "status", "sys", "sysctl", "test", "timezone", "user"
+                "alternatives", "archive", "beacons", "cmd", "config", "cp", "cron", "defaults",
+                "disk", "event", "file", "git", "grains", "group", "hosts", "kmod", "locale", "log",
+                "match", "mine", "mount", "network", "pillar", "pkg", "saltutil", "schedule",
+                "service", "shadow", "slsutil", "ssh", "state", "status", "sys", "sysctl", "test",
+                "timezone", "user"
             ])
         );
     }

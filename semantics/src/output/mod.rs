@@ -15,6 +15,7 @@ use std::str::FromStr;
 use serde_json::Value;
 
 pub use highstate::HighstateOptions;
+pub use yaml::dump as yaml_dump;
 
 /// One of Salt's outputters, as named by `--out`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -28,6 +28,24 @@ pub(super) fn render(data: &Value, indent: Option<i64>) -> String {
     emitter.out
 }
 
+/// PyYAML's `yaml.dump(data, Dumper=CSafeDumper, default_flow_style=..., sort_keys=...)`:
+/// with `default_flow_style` None (Salt's YAML serializer), a list or dict is written in flow
+/// style when all its items are scalars, in block style otherwise.
+pub fn dump(data: &Value, default_flow_style: Option<bool>, sort_keys: bool) -> String {
+    let mut emitter = Emitter::new(default_flow_style == Some(true), 2);
+    emitter.best_flow = default_flow_style.is_none();
+    emitter.sort_keys = sort_keys;
+    emitter.node(data, Context::ROOT);
+    emitter.write_indent();
+    emitter.out
+}
+
+/// Whether PyYAML's representer picks flow style for a collection of these items when
+/// `default_flow_style` is None: all of them scalars.
+fn all_scalars<'a>(mut items: impl Iterator<Item = &'a Value>) -> bool {
+    items.all(|v| !v.is_array() && !v.is_object())
+}
+
 /// A scalar as PyYAML's representer hands it to the emitter.
 struct Scalar {
     /// The text to write.
@@ -320,6 +338,10 @@ struct Emitter {
     out: String,
     /// Collections in flow style (`--out-indent` negative).
     flow_style: bool,
+    /// Collections of scalars only in flow style (`default_flow_style=None`).
+    best_flow: bool,
+    /// Mapping keys sorted (PyYAML's `sort_keys=True`).
+    sort_keys: bool,
     /// Spaces per indentation level.
     best_indent: i64,
     /// Column after which lines are folded.
@@ -348,6 +370,8 @@ impl Emitter {
         Emitter {
             out: String::new(),
             flow_style,
+            best_flow: false,
+            sort_keys: true,
             best_indent,
             best_width: 80,
             indent: -1,
@@ -454,7 +478,8 @@ impl Emitter {
 
     /// A sequence, in flow style if asked for, nested in flow, or empty.
     fn sequence(&mut self, items: &[Value]) {
-        if self.flow_level > 0 || self.flow_style || items.is_empty() {
+        let best = self.best_flow && all_scalars(items.iter());
+        if self.flow_level > 0 || self.flow_style || best || items.is_empty() {
             self.write_indicator("[", true, true, false);
             self.increase_indent(true, false);
             self.flow_level += 1;
@@ -482,11 +507,14 @@ impl Emitter {
         }
     }
 
-    /// A mapping with its keys sorted (PyYAML's `sort_keys=True`).
+    /// A mapping, its keys sorted unless `sort_keys` is off.
     fn mapping(&mut self, map: &Map<String, Value>) {
         let mut items: Vec<(&String, &Value)> = map.iter().collect();
-        items.sort_by(|a, b| a.0.cmp(b.0));
-        if self.flow_level > 0 || self.flow_style || items.is_empty() {
+        if self.sort_keys {
+            items.sort_by(|a, b| a.0.cmp(b.0));
+        }
+        let best = self.best_flow && all_scalars(map.values());
+        if self.flow_level > 0 || self.flow_style || best || items.is_empty() {
             self.write_indicator("{", true, true, false);
             self.increase_indent(true, false);
             self.flow_level += 1;

@@ -10,6 +10,7 @@ mod fnmatch;
 mod json;
 mod percent;
 mod pformat;
+pub mod posixpath;
 mod printable;
 mod repr;
 mod text;
