@@ -9,6 +9,7 @@
 //! message) and handles the global arguments (`onlyif`, `unless`, `creates`, `check_cmd`,
 //! `retry`, requisites). A module's `mod_watch` is the function named `<module>.mod_watch`.
 
+pub mod alternatives;
 pub mod archive;
 pub mod cmd;
 pub mod cron;
@@ -183,6 +184,7 @@ pub(crate) use state_handler;
 
 /// Every state module's functions.
 pub const MODULES: &[&[StateFunction]] = &[
+    alternatives::FUNCTIONS,
     archive::FUNCTIONS,
     cmd::FUNCTIONS,
     cron::FUNCTIONS,
