@@ -42,7 +42,7 @@ pub struct CallArgs {
 /// Fetches the pillar from the first master that answers, in the order listed (a failover
 /// list is tried in turn; with one master, that one); the connection stays open for
 /// `salt://` files.
-async fn fetch_pillar(cfg: &MinionConfig) -> anyhow::Result<(Value, Channel)> {
+async fn fetch_pillar(cfg: &MinionConfig) -> anyhow::Result<(Value, Option<Value>, Channel)> {
     let identity = identity::ensure_identity(cfg)?;
     let trust = identity::server_trust(cfg)?;
     let mut last = None;
@@ -77,7 +77,10 @@ async fn fetch_pillar(cfg: &MinionConfig) -> anyhow::Result<(Value, Channel)> {
             .into_inner();
         let pillar = value::from_ordered_json(&p.pillar_json, p.pillar.as_ref())
             .map_err(|e| anyhow::anyhow!("the pillar from the master: {e}"))?;
-        return Ok((Value::Object(pillar), ch));
+        let nodegroups = p
+            .nodegroups
+            .map(|g| Value::Object(value::struct_to_map(&g)));
+        return Ok((Value::Object(pillar), nodegroups, ch));
     }
     Err(last.unwrap_or_else(|| anyhow::anyhow!("no master configured")))
 }
@@ -85,17 +88,17 @@ async fn fetch_pillar(cfg: &MinionConfig) -> anyhow::Result<(Value, Channel)> {
 /// Runs the call; returns the exit code.
 pub async fn run(cfg: MinionConfig, a: CallArgs) -> i32 {
     let grains = cfg.compute_grains();
-    let (pillar, chan) = if a.local || cfg.file_client_local {
+    let (pillar, nodegroups, chan) = if a.local || cfg.file_client_local {
         // Masterless, as `salt-call --local`: the pillar from the minion's own tree, compiled
         // on a blocking thread (rendering may run commands).
         let (c, g) = (cfg.clone(), grains.clone());
         let pillar = tokio::task::spawn_blocking(move || crate::masterless::compile_pillar(&c, &g))
             .await
             .unwrap_or_default();
-        (Value::Object(pillar), None)
+        (Value::Object(pillar), None, None)
     } else {
         match fetch_pillar(&cfg).await {
-            Ok((p, ch)) => (p, Some(ch)),
+            Ok((p, groups, ch)) => (p, groups, Some(ch)),
             Err(e) => {
                 eprintln!("saltq-minion call: {e:#} (use --local to run without a master)");
                 return saltq_transport::config::EX_UNAVAILABLE;
@@ -127,7 +130,13 @@ pub async fn run(cfg: MinionConfig, a: CallArgs) -> i32 {
             )
         }
     };
-    let ctx = CallContext::local(grains, cfg.opts.clone())
+    // Through a master, its nodegroups, as Salt's salt-call takes them from the master's
+    // opts for `match: nodegroup` and N@.
+    let mut opts = cfg.opts.clone();
+    if let (Some(groups), Value::Object(o)) = (nodegroups, &mut opts) {
+        o.insert("nodegroups".into(), groups);
+    }
+    let ctx = CallContext::local(grains, opts)
         .with_files(files)
         .with_pillar_client(pillar_client)
         .with_states(Arc::new(saltq_states::Engine::new()));

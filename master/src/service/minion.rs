@@ -277,6 +277,7 @@ impl MinionService for MinionApi {
         Ok(Response::new(pb::GetPillarResponse {
             pillar,
             pillar_json,
+            nodegroups: Some(value::json_to_struct(&json!(self.master.cfg.nodegroups))),
         }))
     }
 

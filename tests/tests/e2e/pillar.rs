@@ -328,6 +328,23 @@ fn pillar_keeps_file_order_on_the_minion_and_nodegroups_reach_state_tops() {
         std::fs::read_to_string(out.join("compound-ord-web1.txt")).unwrap(),
         "N@\n"
     );
+    // saltq-minion call through the master gets the nodegroups with its pillar, as salt-call
+    // does: the same top entries select its run.
+    std::fs::remove_file(out.join("compound-ord-web1.txt")).unwrap();
+    std::fs::remove_file(out.join("keys-ord-web1.txt")).unwrap();
+    let o = std::process::Command::new(bin("saltq-minion"))
+        .arg("-c")
+        .arg(web.dir.0.join("etc"))
+        .args(["call", "state.apply", "--out", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("compound-ord-web1.txt")).unwrap(),
+        "N@\n",
+        "{o:?}"
+    );
+    assert!(out.join("keys-ord-web1.txt").exists(), "{o:?}");
 
     // A minion outside the nodegroup: neither top entry is its.
     let r = call(&master, "ord-db1", &["state.apply"]);
