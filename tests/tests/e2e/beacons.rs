@@ -1,7 +1,8 @@
 //! Beacons end to end (issue #28): a real minion's inotify beacon on a temp dir fires
 //! `salt/beacon/<id>/inotify/<dir>` on the master's bus, which the master's reactor turns into
 //! a state applied on that minion; diskusage and load beacons with thresholds fire; and
-//! `beacons.add` + `beacons.save` survive a minion restart.
+//! `beacons.add` + `beacons.save` survive a minion restart; the reactor still hears the
+//! beacon after a master restart.
 
 use std::time::Duration;
 
@@ -140,4 +141,57 @@ fn beacons_added_and_saved_survive_a_restart() {
         Some(Value::from("Running")),
         "{lines:?}"
     );
+}
+
+/// A beacon keeps driving the reactor across a master restart: the minion reconnects and its
+/// next inotify event reaches the restarted master's reactor, which applies the state again.
+#[test]
+fn a_beacon_drives_the_reactor_again_after_the_master_restarts() {
+    let work = Scratch::new("beacons-restart");
+    let watched = work.0.join("watched");
+    std::fs::create_dir_all(&watched).unwrap();
+    let marker = work.0.join("reacted");
+    let sls = work.0.join("react.sls");
+    std::fs::write(
+        &sls,
+        format!(
+            "apply:\n  local.state.single:\n    - tgt: {{{{ data['id'] }}}}\n    - arg: [file.managed]\n\
+             \x20   - kwarg:\n        name: {}\n        contents: \"{{{{ data['path'] }}}}\"\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let mut master = Master::start(&format!(
+        "auto_accept: true\nreactor:\n  - 'salt/beacon/*/inotify/*':\n    - {}\n",
+        sls.display()
+    ));
+    let dir = watched.display().to_string();
+    let _minion = master.minion(
+        "bcn3",
+        &format!(
+            "loop_interval: 0.5\nbeacons:\n  inotify:\n    - files:\n        {dir}:\n          mask: [create]\n"
+        ),
+    );
+    master.wait_for("bcn3");
+    // Creates a file each second until the reactor wrote the marker naming one of them.
+    let react = |round: &str| {
+        let mut n = 0;
+        eventually(
+            "the reactor applied the state for a beacon event",
+            Duration::from_secs(40),
+            || {
+                n += 1;
+                let _ = std::fs::write(watched.join(format!("{round}{n}")), "x");
+                std::thread::sleep(Duration::from_millis(500));
+                std::fs::read_to_string(&marker)
+                    .ok()
+                    .filter(|t| t.contains(&format!("{dir}/{round}")))
+            },
+        )
+    };
+    react("before");
+    master.restart();
+    master.wait_for("bcn3");
+    let after = react("after");
+    assert!(after.contains("/after"), "{after:?}");
 }

@@ -4,8 +4,9 @@
 //! `schedule.add`/`delete` over the CLI, persisted in `minion.d/_schedule.conf` and back
 //! after the minion restarts; Salt's `/salt/minion/minion_schedule_*_complete` events on the
 //! master's bus; the pillar's jobs and their refresh; returners seeing the job's own jid and
-//! `return_job: False`; the schedule across a master restart and a minion restart; and a
-//! master schedule run once per fire by the duty holder of a 3-replica cluster.
+//! `return_job: False`; `schedule_returner` and `return_job: nocache`; the schedule across a
+//! master restart and a minion restart; and a master schedule run once per fire by the duty
+//! holder of a 3-replica cluster.
 
 use std::io::Read;
 use std::time::Duration;
@@ -468,6 +469,66 @@ fn returners_see_the_jobs_own_jid_and_return_job_false_stays_on_the_minion() {
     let args = arguments_of(&master, "test.echo", "sched-ret");
     assert!(args.contains(&json!(["returned"])), "{args:?}");
     assert!(!args.contains(&json!(["quiet"])), "{args:?}");
+}
+
+/// Salt's `schedule_returner` (every scheduled return also goes to these returners, so the
+/// job keeps its own jid, which the master stores) and `return_job: nocache` (the return is
+/// announced as `salt/job/nocache/ret/<id>` and never stored).
+#[test]
+fn schedule_returner_sees_every_scheduled_return_and_nocache_is_announced_not_stored() {
+    let master = start_master();
+    let rets = master.dir.0.join("schedule_returner.jsonl");
+    let watcher = master.watch_events("salt/job/nocache/ret/sched-nc", 1);
+    let _with_returner = master.minion(
+        "sched-sr",
+        &format!(
+            "mine_enabled: false\nrawfile_json.filename: {}\nschedule_returner: rawfile_json\nschedule:\n  plain:\n    function: test.echo\n    seconds: 2\n    args:\n      - viasr\n",
+            rets.display()
+        ),
+    );
+    let _uncached = master.minion(
+        "sched-nc",
+        "mine_enabled: false\nschedule:\n  uncached:\n    function: test.echo\n    seconds: 2\n    args:\n      - uncached\n    return_job: nocache\n",
+    );
+    let ev = one_event(watcher);
+    assert_eq!(ev["jid"], json!("nocache"), "{ev}");
+    assert_eq!(ev["schedule"], json!("uncached"), "{ev}");
+    assert_eq!(ev["return"], json!("uncached"), "{ev}");
+    assert_eq!(ev["id"], json!("sched-nc"), "{ev}");
+
+    let returned = eventually(
+        "schedule_returner saw a scheduled echo",
+        Duration::from_secs(30),
+        || {
+            std::fs::read_to_string(&rets)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find(|v| v["return"] == json!("viasr"))
+        },
+    );
+    let jid = returned["jid"].as_str().unwrap().to_owned();
+    assert!(
+        jid.len() == 20 && jid.bytes().all(|b| b.is_ascii_digit()),
+        "the job's own jid: {returned}"
+    );
+    assert_eq!(returned["id"], json!("sched-sr"), "{returned}");
+    eventually(
+        "the master stored the job under the minion's jid",
+        Duration::from_secs(20),
+        || {
+            let o = master.saltq(&["run", "jobs.lookup_jid", &jid, "--out", "json"]);
+            (o.code == 0 && o.json()["sched-sr"] == json!("viasr")).then_some(())
+        },
+    );
+    // Several nocache runs have gone by now; none is in the job cache.
+    eventually(
+        "a second scheduled echo of sched-sr stored",
+        Duration::from_secs(20),
+        || (arguments_of(&master, "test.echo", "sched-sr").len() >= 2).then_some(()),
+    );
+    let args = arguments_of(&master, "test.echo", "sched-nc");
+    assert!(args.is_empty(), "nocache returns are not stored: {args:?}");
 }
 
 #[test]
