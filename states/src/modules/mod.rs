@@ -33,6 +33,7 @@ pub mod postgres;
 pub mod saltmod;
 pub mod saltutil;
 pub mod service;
+pub mod service_mask;
 pub mod ssh_auth;
 pub mod ssh_known_hosts;
 pub mod sysctl;
@@ -207,6 +208,7 @@ pub const MODULES: &[&[StateFunction]] = &[
     saltmod::FUNCTIONS,
     saltutil::FUNCTIONS,
     service::FUNCTIONS,
+    service_mask::FUNCTIONS,
     ssh_auth::FUNCTIONS,
     ssh_known_hosts::FUNCTIONS,
     sysctl::FUNCTIONS,
