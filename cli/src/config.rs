@@ -8,6 +8,27 @@ use std::process::Command;
 
 use crate::exit;
 
+/// The master's config in `dir` as the master reads it (`saltq_states::saltconf`, the same
+/// loader): `DIR/master` (or the file `SALT_MASTER_CONFIG` names), `master.d/*.conf` over it,
+/// then `include`. Salt's `salt` CLI reads the master's config the same way. Keys are not
+/// classified here: the master refuses the unknown ones at start.
+pub fn master_opts(dir: &Path) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+    use saltq_states::saltconf::{Daemon, load, main_file};
+    let file = main_file(
+        Daemon::Master,
+        dir,
+        Path::new(DEFAULT_DIR),
+        &|k| std::env::var(k).ok(),
+        &|p| p.is_file(),
+    );
+    let loaded = load(Daemon::Master, &file)
+        .map_err(|e| anyhow::anyhow!("invalid config file {}: {e}", e.path.display()))?;
+    Ok(loaded.opts)
+}
+
+/// The master's default config directory (`saltq-master -c`'s default).
+const DEFAULT_DIR: &str = "/etc/saltq";
+
 /// `saltq config ...`.
 #[derive(clap::Subcommand)]
 pub enum ConfigCmd {

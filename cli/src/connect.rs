@@ -93,15 +93,12 @@ fn split_host_port(s: &str, default_port: u16) -> anyhow::Result<(String, u16)> 
     }
 }
 
+/// The keys the CLI needs from the master's config, merged as the master merges its files
+/// (`master.d/*.conf`, `include`).
 fn read_master_file(dir: &Path) -> anyhow::Result<MasterFile> {
-    let path = dir.join("master");
-    match std::fs::read_to_string(&path) {
-        Ok(t) if t.trim().is_empty() => Ok(MasterFile::default()),
-        Ok(t) => serde_yaml_ng::from_str(&t)
-            .with_context(|| format!("invalid config file {}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(MasterFile::default()),
-        Err(e) => Err(e).with_context(|| format!("cannot read config file {}", path.display())),
-    }
+    let opts = crate::config::master_opts(dir)?;
+    serde_json::from_value(serde_json::Value::Object(opts))
+        .with_context(|| format!("invalid master config in {}", dir.display()))
 }
 
 impl ConnectArgs {
@@ -180,5 +177,45 @@ mod tests {
         );
         assert_eq!(split_host_port("::1", 4506).unwrap(), ("::1".into(), 4506));
         assert!(split_host_port("m1:x", 4506).is_err());
+    }
+}
+
+#[cfg(test)]
+mod master_d_tests {
+    use super::*;
+    use crate::output::MasterOutputKeys;
+
+    /// The CLI reads `master.d/*.conf` and `include` as the master does: a later file's key
+    /// wins (`master.d` over the main file, `include` last), for the dialing keys and the
+    /// output keys alike; a broken `master.d` file is skipped as the master skips it.
+    #[test]
+    fn master_d_and_include_reach_the_cli_as_the_master() {
+        let dir = std::env::temp_dir().join(format!("saltq-cli-master-d-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("master.d")).unwrap();
+        std::fs::create_dir_all(dir.join("extra")).unwrap();
+        std::fs::write(
+            dir.join("master"),
+            "port: 4000\npki_dir: /main/pki\nstate_output: full\ninclude: extra/*.conf\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("master.d/10-net.conf"),
+            "port: 4100\nstate_output: terse\ncli_summary: true\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("master.d/20-broken.conf"), "a: [\n").unwrap();
+        std::fs::write(dir.join("extra/pki.conf"), "pki_dir: /included/pki\n").unwrap();
+        let file = read_master_file(&dir).unwrap();
+        assert_eq!(file.port, Some(4100));
+        assert_eq!(file.cert_dir(), PathBuf::from("/included/pki"));
+        let keys = MasterOutputKeys::read(&dir);
+        assert_eq!(keys.state_output.as_deref(), Some("terse"));
+        assert!(keys.summary(false));
+        // A broken main file is an error naming it (the master would not start either).
+        std::fs::write(dir.join("master"), "port: [\n").unwrap();
+        let e = read_master_file(&dir).unwrap_err().to_string();
+        assert!(e.contains(&dir.join("master").display().to_string()), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -95,15 +95,22 @@ impl MasterOutputKeys {
     /// Reads them from `DIR/master`; the master checks its file at start, so a file the CLI
     /// cannot read for these keys (missing, another key's bad value) gives Salt's defaults.
     pub fn read(config_dir: &std::path::Path) -> MasterOutputKeys {
-        let text = std::fs::read_to_string(config_dir.join("master")).unwrap_or_default();
-        MasterOutputKeys::parse(&text)
+        crate::config::master_opts(config_dir)
+            .map(|opts| MasterOutputKeys::from_opts(&opts))
+            .unwrap_or_default()
     }
 
-    /// [`MasterOutputKeys::read`] on the file's text.
+    /// [`MasterOutputKeys::read`] on one file's text.
+    #[cfg(test)]
     pub fn parse(text: &str) -> MasterOutputKeys {
         let Ok(Value::Object(map)) = serde_yaml_ng::from_str::<Value>(text) else {
             return MasterOutputKeys::default();
         };
+        MasterOutputKeys::from_opts(&map)
+    }
+
+    /// [`MasterOutputKeys::read`] on the master's merged options.
+    pub fn from_opts(map: &serde_json::Map<String, Value>) -> MasterOutputKeys {
         // Each key alone: one key of a type Salt would refuse leaves the others in effect.
         let mut keys = MasterOutputKeys::default();
         let get = |k: &str| map.get(k).filter(|v| !v.is_null());

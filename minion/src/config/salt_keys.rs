@@ -8,3 +8,8 @@ use super::RawConfig;
 fn every_salt_key_has_a_declared_kind_and_the_table_only_salts() {
     salt_tables::assert_table_matches_salt(Daemon::Minion, struct_fields::<RawConfig>());
 }
+
+#[test]
+fn salts_own_defaults_load() {
+    salt_tables::assert_salt_defaults_load::<RawConfig>(Daemon::Minion);
+}

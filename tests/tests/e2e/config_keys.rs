@@ -246,3 +246,74 @@ fn cli_summary_in_the_master_config_prints_salts_summary() {
         out.stdout
     );
 }
+
+/// Salt's minion id keys (#27), through `saltq-minion --check-config` on a config without `id`:
+/// the generated id (the host's name) is lowercased, its domain removed and cached in
+/// `<root_dir>/etc/saltq/minion_id` (Salt's `minion_id_caching`, on by default); the cache is
+/// then used over a new name and `append_domain` goes on it; the report lists the keys as
+/// implemented.
+#[test]
+fn minion_id_keys_generate_cache_and_append() {
+    let dir = std::env::temp_dir().join(format!("saltq-e2e-minion-id-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let etc = dir.join("etc");
+    std::fs::create_dir_all(etc.join("minion.d")).unwrap();
+    let root = dir.join("root");
+    std::fs::write(
+        etc.join("minion"),
+        format!(
+            "root_dir: {}\nmaster: 127.0.0.1\nminion_id_lowercase: True\n\
+             minion_id_remove_domain: True\n",
+            root.display()
+        ),
+    )
+    .unwrap();
+    let check = || {
+        let o = std::process::Command::new(saltq_tests::bin("saltq-minion"))
+            .arg("--check-config")
+            .arg("-c")
+            .arg(&etc)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert_eq!(o.status.code(), Some(0), "{out}");
+        out
+    };
+    let out = check();
+    assert!(
+        out.contains("minion_id_lowercase: implemented")
+            && out.contains("minion_id_remove_domain: implemented"),
+        "{out}"
+    );
+    let cache = root.join("etc/saltq/minion_id");
+    let host = gethostname_lower();
+    let cached = std::fs::read_to_string(&cache).expect("the generated id is cached");
+    assert_eq!(cached, host.split('.').next().unwrap(), "{out}");
+    // The cache wins (a renamed host keeps its id); append_domain goes on it, in minion.d.
+    std::fs::write(&cache, "web7\n").unwrap();
+    std::fs::write(
+        etc.join("minion.d/domain.conf"),
+        "append_domain: corp.example\n",
+    )
+    .unwrap();
+    check();
+    let o = std::process::Command::new(saltq_tests::bin("saltq-minion"))
+        .arg("-c")
+        .arg(&etc)
+        .args(["call", "--local", "grains.get", "id", "--out", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let id = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["local"].clone();
+    assert_eq!(id, serde_json::json!("web7.corp.example"), "{o:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The host's name as Salt's generated id starts from, lowercased (this host's own FQDN
+/// lookup is the minion's; only its first label is compared).
+fn gethostname_lower() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_lowercase()
+}
