@@ -4,12 +4,12 @@
 //! `dictsort`, `min`, `max`, `sort`, ...).
 
 use minijinja::value::{Kwargs, Rest, Value as JValue, ValueKind};
-use minijinja::{Environment, Error, ErrorKind};
+use minijinja::{Environment, Error, ErrorKind, State};
 use serde_json::Value;
 
 use saltq_semantics::python::{self, Dumps, dumps};
 
-use super::values::{MutList, to_jinja, to_json};
+use super::values::{MutList, Tuple, to_jinja, to_json};
 use super::yaml::load_yaml;
 
 fn err(msg: impl Into<String>) -> Error {
@@ -408,6 +408,36 @@ pub fn py_percent(fmt: &str, args: &JValue, spread: bool) -> Result<String, Erro
     Ok(out)
 }
 
+/// Python's `int(text, base)`: an optional sign, then digits of `base` (with the `0x`, `0o`,
+/// `0b` prefix for base 16, 8, 2, or any prefix for base 0); None when it is not one.
+fn py_int(text: &str, base: u32) -> Option<i64> {
+    let (neg, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let lower = digits.to_ascii_lowercase();
+    let prefixed = |p: &str| lower.strip_prefix(p).map(str::to_owned);
+    let (base, body) = match base {
+        0 => match (prefixed("0x"), prefixed("0o"), prefixed("0b")) {
+            (Some(b), _, _) => (16, b),
+            (_, Some(b), _) => (8, b),
+            (_, _, Some(b)) => (2, b),
+            _ if lower.len() > 1 && lower.starts_with('0') => return None,
+            _ => (10, lower.clone()),
+        },
+        16 => (16, prefixed("0x").unwrap_or_else(|| lower.clone())),
+        8 => (8, prefixed("0o").unwrap_or_else(|| lower.clone())),
+        2 => (2, prefixed("0b").unwrap_or_else(|| lower.clone())),
+        b @ 2..=36 => (b, lower.clone()),
+        _ => return None,
+    };
+    if body.is_empty() {
+        return None;
+    }
+    let n = i64::from_str_radix(&body, base).ok()?;
+    Some(if neg { -n } else { n })
+}
+
 /// Adds Salt's filters and tests to `env`, family by family.
 pub fn register(env: &mut Environment<'static>) {
     register_data(env);
@@ -520,8 +550,76 @@ fn register_regex(env: &mut Environment<'static>) {
     env.add_test("list", |v: JValue| v.kind() == ValueKind::Seq);
     // Jinja's `callable`: macros and `salt[...]` functions (plain objects) are.
     env.add_test("callable", |v: JValue| {
-        v.kind() == ValueKind::Plain && v.as_object().is_some()
+        (v.kind() == ValueKind::Plain && v.as_object().is_some())
+            || (v.kind() == ValueKind::Map && format!("{v:?}").starts_with("<macro "))
     });
+    // Jinja's `iterable` (Python's `iter()` works): None is not.
+    env.add_test("iterable", |v: JValue| {
+        !v.is_none() && !v.is_undefined() && v.try_iter().is_ok()
+    });
+    // Jinja's `sequence` (`len()` and `[]` work): dicts and strings are, as in Python.
+    env.add_test("sequence", |v: JValue| {
+        matches!(
+            v.kind(),
+            ValueKind::Seq | ValueKind::Map | ValueKind::String | ValueKind::Bytes
+        ) && !format!("{v:?}").starts_with("<macro ")
+    });
+    // Jinja's `int(default=0, base=10)`: a string in `base` (a float's text truncated), a
+    // number truncated, anything else the default.
+    env.add_filter(
+        "int",
+        |v: JValue, default: Option<JValue>, base: Option<u32>| -> JValue {
+            let default = default.unwrap_or(JValue::from(0));
+            let base = base.unwrap_or(10);
+            match v.kind() {
+                ValueKind::Number | ValueKind::Bool => {
+                    if let Ok(i) = i64::try_from(v.clone()) {
+                        return JValue::from(i);
+                    }
+                    match f64::try_from(v) {
+                        Ok(f) if f.is_finite() => JValue::from(f.trunc() as i64),
+                        _ => default,
+                    }
+                }
+                ValueKind::String => {
+                    let text = v.as_str().unwrap_or_default().trim().replace('_', "");
+                    py_int(&text, base)
+                        .map(JValue::from)
+                        .or_else(|| {
+                            (base == 10)
+                                .then(|| text.parse::<f64>().ok())
+                                .flatten()
+                                .filter(|f| f.is_finite())
+                                .map(|f| JValue::from(f.trunc() as i64))
+                        })
+                        .unwrap_or(default)
+                }
+                _ => default,
+            }
+        },
+    );
+    // Jinja's `float(default=0.0)`.
+    env.add_filter("float", |v: JValue, default: Option<JValue>| -> JValue {
+        let default = default.unwrap_or(JValue::from(0.0));
+        match v.kind() {
+            ValueKind::Number | ValueKind::Bool => f64::try_from(v).map_or(default, JValue::from),
+            ValueKind::String => v
+                .as_str()
+                .unwrap_or_default()
+                .trim()
+                .replace('_', "")
+                .parse::<f64>()
+                .map_or(default, JValue::from),
+            _ => default,
+        }
+    });
+    // Pairs as Python's tuples: `zip` (minijinja's, its items made tuples).
+    env.add_filter(
+        "zip",
+        |state: &State, v: JValue, others: Rest<JValue>| -> Result<JValue, Error> {
+            Tuple::pairs_of(&minijinja::filters::zip(state, v, others)?)
+        },
+    );
     // Jinja's `random`: one item of a sequence (a character of a string), at random.
     env.add_filter("random", |v: JValue| -> Result<JValue, Error> {
         use std::hash::{BuildHasher, Hasher};
@@ -821,7 +919,7 @@ fn register_truncate_dictsort(env: &mut Environment<'static>) {
             Ok(JValue::from(
                 pairs
                     .into_iter()
-                    .map(|(k, v)| JValue::from(vec![k, v]))
+                    .map(|(k, v)| Tuple::from_items(vec![k, v]))
                     .collect::<Vec<_>>(),
             ))
         },

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use minijinja::value::{Object, ObjectRepr, Value as JValue};
+use minijinja::value::{Object, ObjectRepr, Value as JValue, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State, UndefinedBehavior};
 use serde_json::{Map, Value};
 
@@ -244,13 +244,24 @@ impl Object for SaltFunc {
                 positional.push(to_json(arg));
             }
         }
-        if let Some(local) =
-            super::fallback::call(&self.name, &self.rc.grains, &positional, &kwargs)
-        {
-            return local
-                .map(|v| to_jinja(&v))
-                .map_err(|e| self.session.raise(Raised::Function(e)));
-        }
+        // Salt's in-place functions change the dict they are given: their answer is written
+        // back into it (`defaults.merge` deeply, `defaults.update` node by node).
+        let in_place = match self.name.as_str() {
+            "defaults.merge" | "defaults.update" => {
+                let flag = kwargs
+                    .get("in_place")
+                    .or_else(|| positional.get(3))
+                    .is_none_or(saltq_semantics::python::truthy);
+                let dest = args
+                    .iter()
+                    .find(|a| !a.is_kwargs())
+                    .cloned()
+                    .or_else(|| args.iter().find_map(|a| a.get_attr("dest").ok()));
+                dest.filter(|_| flag)
+                    .map(|d| (d, self.name == "defaults.merge"))
+            }
+            _ => None,
+        };
         let handle = tokio::runtime::Handle::try_current().map_err(|_| {
             self.session.raise(Raised::Function(format!(
                 "{}: no async runtime to call it with",
@@ -288,6 +299,12 @@ impl Object for SaltFunc {
                 let msg = msg.split("\n\n").next().unwrap_or(msg);
                 return Err(self.session.raise(Raised::Error(msg.to_string())));
             }
+        }
+        if outcome.success
+            && let Some((dest, deep)) = in_place
+        {
+            super::values::write_back(&dest, &outcome.ret, deep);
+            return Ok(dest);
         }
         Ok(to_jinja(&outcome.ret))
     }
@@ -420,6 +437,12 @@ fn python_methods(
             _ => {}
         }
     }
+    // A literal dict's `items()`: its pairs are tuples, as Python prints them.
+    if value.kind() == ValueKind::Map && method == "items" && args.is_empty() {
+        let pairs =
+            minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)?;
+        return super::values::Tuple::pairs_of(&pairs);
+    }
     minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
 }
 
@@ -506,18 +529,42 @@ pub(super) fn render_shared(
             Err(session.raise(Raised::Error(msg)))
         });
     }
-    env.add_function("odict", |args: minijinja::value::Rest<JValue>| {
-        let mut out = Vec::new();
-        for a in args.iter() {
-            if let Ok(items) = a.try_iter() {
-                for k in items {
-                    let v = a.get_item(&k).unwrap_or_default();
-                    out.push((k, v));
+    // Salt's `odict` (an OrderedDict): from a mapping, a list of pairs and/or keywords.
+    env.add_function(
+        "odict",
+        |args: minijinja::value::Rest<JValue>| -> Result<JValue, Error> {
+            let mut out = Vec::new();
+            for a in args.iter() {
+                if a.kind() == ValueKind::Seq || a.kind() == ValueKind::Iterable {
+                    for pair in a.try_iter()? {
+                        let mut kv = pair.try_iter().map_err(|_| {
+                            Error::new(
+                                ErrorKind::InvalidOperation,
+                                format!("cannot convert dictionary update sequence element {pair} to a sequence"),
+                            )
+                        })?;
+                        match (kv.next(), kv.next(), kv.next()) {
+                            (Some(k), Some(v), None) => out.push((k, v)),
+                            _ => {
+                                return Err(Error::new(
+                                    ErrorKind::InvalidOperation,
+                                    format!("dictionary update sequence element {pair} is not a pair"),
+                                ));
+                            }
+                        }
+                    }
+                } else if let Ok(items) = a.try_iter() {
+                    for k in items {
+                        let v = a.get_item(&k).unwrap_or_default();
+                        out.push((k, v));
+                    }
                 }
             }
-        }
-        super::values::MutMap::from_pairs(out)
-    });
+            Ok(super::values::MutMap::from_pairs(
+                out.into_iter().map(|(k, v)| (k, mutify(v))),
+            ))
+        },
+    );
 
     // The context: every variable is also a global, as Salt's `jinja_env.globals.update`
     // makes it, so that imported templates see them without `with context`.

@@ -31,11 +31,11 @@
 //!   with relative names), and Salt's error texts ("Jinja variable 'x' is undefined; line
 //!   N" with its context excerpt).
 //! - `filters`: Salt's filters and tests, and Jinja builtins minijinja lacks.
-//! - `fallback`: `grains.filter_by`, `slsutil.merge`, `log.*` for templates while the
-//!   execution-module table lacks them.
+//! - `salt[...]` calls go to the execution-module table (`saltq_exec::call`); Salt's
+//!   in-place functions (`defaults.merge`, `defaults.update`) have their answer written back
+//!   into the dict passed in (`values::write_back`), as Python's shared dicts would have it.
 //! - `yaml`: YAML 1.1 on yaml-rust2's events (scalar styles kept), as Salt's loader.
 
-mod fallback;
 mod filters;
 pub mod gpg;
 mod jinja;

@@ -22,6 +22,93 @@ pub struct MutMap(Mutex<IndexMap<JValue, JValue>>);
 #[derive(Debug, Default)]
 pub struct MutList(Mutex<Vec<JValue>>);
 
+/// A Python tuple: an immutable sequence that prints as `('a', 1)` (the pairs of
+/// `dict.items()`, `dictsort` and `zip`).
+#[derive(Debug, Default)]
+pub struct Tuple(Vec<JValue>);
+
+impl Tuple {
+    /// A tuple of these items.
+    pub fn from_items(items: Vec<JValue>) -> JValue {
+        JValue::from_object(Tuple(items))
+    }
+
+    /// The same sequence with each item (a pair from minijinja) made a tuple.
+    pub fn pairs_of(value: &JValue) -> Result<JValue, Error> {
+        Ok(JValue::from(
+            value
+                .try_iter()?
+                .map(|item| match item.try_iter() {
+                    Ok(inner) if item.kind() == ValueKind::Seq => {
+                        Tuple::from_items(inner.collect())
+                    }
+                    _ => item,
+                })
+                .collect::<Vec<_>>(),
+        ))
+    }
+}
+
+impl Object for Tuple {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Seq
+    }
+
+    fn get_value(self: &Arc<Self>, key: &JValue) -> Option<JValue> {
+        index_of(self.0.len(), key).map(|i| self.0[i].clone())
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        Enumerator::Values(self.0.clone())
+    }
+
+    fn enumerator_len(self: &Arc<Self>) -> Option<usize> {
+        Some(self.0.len())
+    }
+
+    fn render(self: &Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&jinja_repr(&JValue::from_dyn_object(self.clone())))
+    }
+}
+
+/// A dict's method looked up as an item (`d['get']`): Jinja falls back from a missing key
+/// to the attribute, so the method itself, callable.
+#[derive(Debug)]
+struct BoundMethod {
+    /// The dict.
+    target: JValue,
+    /// The method's name.
+    name: String,
+}
+
+impl Object for BoundMethod {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Plain
+    }
+
+    fn call(self: &Arc<Self>, state: &State<'_, '_>, args: &[JValue]) -> Result<JValue, Error> {
+        self.target.call_method(state, &self.name, args)
+    }
+
+    fn render(self: &Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<built-in method {} of dict object>", self.name)
+    }
+}
+
+/// The methods of a dict that [`MutMap`] answers.
+const DICT_METHODS: &[&str] = &[
+    "clear",
+    "copy",
+    "get",
+    "items",
+    "keys",
+    "pop",
+    "popitem",
+    "setdefault",
+    "update",
+    "values",
+];
+
 impl MutMap {
     fn lock(&self) -> MutexGuard<'_, IndexMap<JValue, JValue>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
@@ -106,7 +193,15 @@ impl Object for MutMap {
     }
 
     fn get_value(self: &Arc<Self>, key: &JValue) -> Option<JValue> {
-        self.lock().get(key).cloned()
+        if let Some(v) = self.lock().get(key) {
+            return Some(v.clone());
+        }
+        // `d['get']`: no such key, so Jinja's getitem falls back to the attribute.
+        let name = key.as_str().filter(|k| DICT_METHODS.contains(k))?;
+        Some(JValue::from_object(BoundMethod {
+            target: JValue::from_dyn_object(self.clone()),
+            name: name.to_owned(),
+        }))
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
@@ -138,7 +233,7 @@ impl Object for MutMap {
             "items" => Ok(MutList::from_items(
                 self.lock()
                     .iter()
-                    .map(|(k, v)| JValue::from(vec![k.clone(), v.clone()]))
+                    .map(|(k, v)| Tuple::from_items(vec![k.clone(), v.clone()]))
                     .collect(),
             )),
             "update" => {
@@ -174,7 +269,7 @@ impl Object for MutMap {
             "popitem" => {
                 let popped = self.lock().pop();
                 popped
-                    .map(|(k, v)| JValue::from(vec![k, v]))
+                    .map(|(k, v)| Tuple::from_items(vec![k, v]))
                     .ok_or_else(|| bad("KeyError: 'popitem(): dictionary is empty'"))
             }
             "clear" => {
@@ -319,6 +414,37 @@ impl Object for MutList {
     }
 }
 
+/// Writes an execution function's answer back into the dict it was given, as Salt's
+/// in-place functions (`defaults.merge`, `defaults.update`) change the caller's dict:
+/// `deep` merges into nested dicts that are dicts on both sides (keeping them the same
+/// objects), otherwise each key's value is replaced; keys the answer lacks are removed.
+pub fn write_back(target: &JValue, answer: &Value, deep: bool) {
+    let (Some(map), Value::Object(new)) = (target.downcast_object_ref::<MutMap>(), answer) else {
+        return;
+    };
+    let mut nested = Vec::new();
+    {
+        let mut m = map.lock();
+        m.retain(|k, _| k.as_str().is_some_and(|k| new.contains_key(k)));
+        for (k, v) in new {
+            let key = JValue::from(k.as_str());
+            match m.get(&key) {
+                Some(old)
+                    if deep && v.is_object() && old.downcast_object_ref::<MutMap>().is_some() =>
+                {
+                    nested.push((old.clone(), v));
+                }
+                _ => {
+                    m.insert(key, to_jinja(v));
+                }
+            }
+        }
+    }
+    for (old, v) in nested {
+        write_back(&old, v, deep);
+    }
+}
+
 /// JSON data as a Jinja value: maps and lists become mutable objects.
 pub fn to_jinja(value: &Value) -> JValue {
     match value {
@@ -417,7 +543,12 @@ pub fn jinja_repr(value: &JValue) -> String {
                 .try_iter()
                 .map(|it| it.map(|v| jinja_repr(&v)).collect())
                 .unwrap_or_default();
-            format!("[{}]", inner.join(", "))
+            if value.downcast_object_ref::<Tuple>().is_some() {
+                let comma = if inner.len() == 1 { "," } else { "" };
+                format!("({}{comma})", inner.join(", "))
+            } else {
+                format!("[{}]", inner.join(", "))
+            }
         }
         _ => value.to_string(),
     }
