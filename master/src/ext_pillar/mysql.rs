@@ -11,7 +11,7 @@ use saltq_states::pillar::ext::{ExtContext, ExtPillar, block_on};
 use serde_json::{Map, Value};
 
 use super::postgres::{Conn, conn_opts};
-use super::sql_base::{Query, Shaper, bind_minion, extract_queries};
+use super::sql_base::{Query, Shaper, bind_minion, extract_queries, query_error};
 
 /// One `mysql` entry.
 pub struct Mysql {
@@ -59,12 +59,9 @@ impl Mysql {
             .user(Some(c.user.clone()))
             .pass(Some(c.pass.clone()).filter(|p| !p.is_empty()))
             .db_name(Some(c.db.clone()));
-        let mut conn = mysql_async::Conn::new(opts).await.map_err(|e| {
-            format!(
-                "cannot connect to MySQL {}@{}:{}/{}: {e}",
-                c.user, c.host, c.port, c.db
-            )
-        })?;
+        let mut conn = mysql_async::Conn::new(opts)
+            .await
+            .map_err(|e| c.connect_error("MySQL", e))?;
         let mut shaper = Shaper::new();
         for q in &self.queries {
             let (sql, n) = bind_minion(&q.query, "?");
@@ -76,16 +73,14 @@ impl Mysql {
             let mut result = conn
                 .exec_iter(sql, params)
                 .await
-                .map_err(|e| format!("query {:?}: {e}", q.query))?;
+                .map_err(|e| query_error(q, e))?;
             let fields: Vec<String> = result
                 .columns_ref()
                 .iter()
                 .map(|c| c.name_str().into_owned())
                 .collect();
-            let rows: Vec<mysql_async::Row> = result
-                .collect()
-                .await
-                .map_err(|e| format!("query {:?}: {e}", q.query))?;
+            let rows: Vec<mysql_async::Row> =
+                result.collect().await.map_err(|e| query_error(q, e))?;
             drop(result);
             let data: Vec<Vec<Value>> = rows
                 .into_iter()
@@ -94,10 +89,7 @@ impl Mysql {
             shaper.process(q, &fields, &data);
         }
         let _ = conn.disconnect().await;
-        match shaper.result {
-            Value::Object(m) => Ok(m),
-            _ => Ok(Map::new()),
-        }
+        Ok(shaper.into_pillar())
     }
 }
 

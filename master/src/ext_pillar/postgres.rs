@@ -10,7 +10,7 @@ use saltq_states::pillar::ext::{ExtContext, ExtPillar, block_on};
 use serde_json::{Map, Value};
 use tokio_postgres::types::Type;
 
-use super::sql_base::{Query, Shaper, bind_minion, extract_queries};
+use super::sql_base::{Query, Shaper, bind_minion, extract_queries, query_error};
 
 /// Salt's `postgres:` connection options.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +25,16 @@ pub struct Conn {
     pub db: String,
     /// `port`.
     pub port: u16,
+}
+
+impl Conn {
+    /// A failed connection to this server, `kind` naming the database (Salt's words).
+    pub fn connect_error(&self, kind: &str, e: impl std::fmt::Display) -> String {
+        format!(
+            "cannot connect to {kind} {}@{}:{}/{}: {e}",
+            self.user, self.host, self.port, self.db
+        )
+    }
 }
 
 /// Reads `opts[section]` with Salt's defaults (`port` its own per database).
@@ -129,26 +139,21 @@ impl Postgres {
             .dbname(&c.db)
             .port(c.port);
         cfg.connect_timeout(std::time::Duration::from_secs(10));
-        let (client, connection) = cfg.connect(tokio_postgres::NoTls).await.map_err(|e| {
-            format!(
-                "cannot connect to POSTGRES {}@{}:{}/{}: {e}",
-                c.user, c.host, c.port, c.db
-            )
-        })?;
+        let (client, connection) = cfg
+            .connect(tokio_postgres::NoTls)
+            .await
+            .map_err(|e| c.connect_error("POSTGRES", e))?;
         let driver = tokio::spawn(connection);
         let mut shaper = Shaper::new();
         for q in &self.queries {
             let (sql, n) = bind_minion(&q.query, "$1");
             let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
                 if n > 0 { vec![&minion_id] } else { Vec::new() };
-            let stmt = client
-                .prepare(&sql)
-                .await
-                .map_err(|e| format!("query {:?}: {e}", q.query))?;
+            let stmt = client.prepare(&sql).await.map_err(|e| query_error(q, e))?;
             let rows = client
                 .query(&stmt, &params)
                 .await
-                .map_err(|e| format!("query {:?}: {e}", q.query))?;
+                .map_err(|e| query_error(q, e))?;
             let fields: Vec<String> = stmt.columns().iter().map(|c| c.name().to_owned()).collect();
             let mut data = Vec::with_capacity(rows.len());
             for row in &rows {
@@ -162,10 +167,7 @@ impl Postgres {
         }
         drop(client);
         driver.abort();
-        match shaper.result {
-            Value::Object(m) => Ok(m),
-            _ => Ok(Map::new()),
-        }
+        Ok(shaper.into_pillar())
     }
 }
 

@@ -188,6 +188,11 @@ fn map(v: &mut Value) -> &mut Map<String, Value> {
     }
 }
 
+/// A query that failed, named as written in the entry.
+pub fn query_error(q: &Query, e: impl std::fmt::Display) -> String {
+    format!("query {:?}: {e}", q.query)
+}
+
 /// Builds the result of an entry's queries, in order (Salt's `SqlBaseExtPillar` state).
 #[derive(Debug, Default)]
 pub struct Shaper {
@@ -200,6 +205,14 @@ impl Shaper {
     pub fn new() -> Self {
         Shaper {
             result: Value::Object(Map::new()),
+        }
+    }
+
+    /// The pillar the queries built: a mapping, empty when none made one.
+    pub fn into_pillar(self) -> Map<String, Value> {
+        match self.result {
+            Value::Object(m) => m,
+            _ => Map::new(),
         }
     }
 
