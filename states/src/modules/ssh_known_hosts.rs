@@ -287,17 +287,10 @@ async fn present(call: StateCall) -> Result<Ret, StateError> {
         .iter()
         .map(|h| python::str(&h["fingerprint"]))
         .collect();
-    let mut update = false;
-    let mut check = false;
-    if stored.is_empty() {
-        update = true;
-    } else if fp.as_ref().is_some_and(|f| !stored_fps.contains(f)) {
-        update = true;
-    } else if key.as_ref().is_some_and(|k| !stored_keys.contains(k)) {
-        update = true;
-    } else if key.is_none() && fp.is_none() {
-        check = true;
-    }
+    let update = stored.is_empty()
+        || fp.as_ref().is_some_and(|f| !stored_fps.contains(f))
+        || key.as_ref().is_some_and(|k| !stored_keys.contains(k));
+    let check = !update && key.is_none() && fp.is_none();
     if !update && !check {
         ret.comment = format!("{name} already exists in {config}");
         return Ok(ret);
