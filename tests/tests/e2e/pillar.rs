@@ -112,6 +112,16 @@ fn jinja_pillar_with_includes_reaches_states_targeting_and_refresh() {
         "--static",
     ]);
     assert_eq!(o.json(), json!({"pil-db1": true}), "{o:?}");
+    // J@, a regular expression on the rendered pillar (Salt's pillar_pcre).
+    let o = master.saltq(&[
+        "-C",
+        "J@role:^pil-w.b[0-9]$",
+        "test.ping",
+        "--out",
+        "json",
+        "--static",
+    ]);
+    assert_eq!(o.json(), json!({"pil-web1": true}), "{o:?}");
 
     // The pillar runners compile on the master from the minion's cached grains.
     let o = master.saltq(&["run", "pillar.show_top", "minion=pil-db1", "--out", "json"]);
