@@ -118,6 +118,10 @@ pub struct RawConfig {
     pub handshake_queue_seconds: Option<f64>,
     /// How long jobs stay in the job cache (Salt's `keep_jobs_seconds`, default 86400).
     pub keep_jobs_seconds: Option<u64>,
+    /// Implemented (#27): Salt's deprecated `keep_jobs`, in hours (default 24): used only
+    /// when `keep_jobs_seconds` is at its default and `keep_jobs` is not, as Salt 3007.8's
+    /// `get_keep_jobs_seconds`.
+    pub keep_jobs: Option<u64>,
     /// Job cache backend: `sqlite` (default) or `postgres`; Salt's bool is accepted too
     /// (`True`, Salt's default, is the default backend; saltq always keeps its job cache).
     pub job_cache: Option<JobCacheKey>,
@@ -442,6 +446,16 @@ fn minion_cert_lifetime(days: Option<f64>) -> Result<Duration, String> {
     }
     Ok(Duration::from_secs_f64(secs))
 }
+/// Salt 3007.8's `get_keep_jobs_seconds`: `keep_jobs_seconds` (default 86400), unless it is
+/// at its default and the deprecated `keep_jobs` (hours, default 24) is not.
+fn keep_jobs_seconds(seconds: Option<u64>, hours: Option<u64>) -> u64 {
+    let seconds = seconds.unwrap_or(86400);
+    match hours {
+        Some(h) if seconds == 86400 && h != 24 => h.saturating_mul(3600),
+        _ => seconds,
+    }
+}
+
 /// The token in `path` (surrounding whitespace and a final newline are not part of it).
 fn metrics_token(path: &Path) -> Result<String, String> {
     let text = std::fs::read_to_string(path)
@@ -620,7 +634,7 @@ impl MasterConfig {
             log,
             user: raw.user.clone().filter(|u| !u.is_empty()),
             limits,
-            keep_jobs: Duration::from_secs(raw.keep_jobs_seconds.unwrap_or(86400)),
+            keep_jobs: Duration::from_secs(keep_jobs_seconds(raw.keep_jobs_seconds, raw.keep_jobs)),
             job_cache,
             nodegroups: raw.nodegroups.unwrap_or_default(),
             ext_pillar,
@@ -1386,5 +1400,17 @@ issue_minion_certs: true
             lines.remove(0);
         }
         assert!(load(&lines.join("\n")).is_ok());
+    }
+
+    /// Salt 3007.8's `get_keep_jobs_seconds`: the deprecated `keep_jobs` (hours) counts only
+    /// when `keep_jobs_seconds` is at its default and `keep_jobs` is not.
+    #[test]
+    fn keep_jobs_hours_as_salt() {
+        assert_eq!(keep_jobs_seconds(None, None), 86400);
+        assert_eq!(keep_jobs_seconds(None, Some(2)), 7200);
+        assert_eq!(keep_jobs_seconds(Some(600), Some(2)), 600);
+        assert_eq!(keep_jobs_seconds(Some(86400), Some(48)), 172800);
+        assert_eq!(keep_jobs_seconds(Some(60), Some(24)), 60);
+        assert_eq!(keep_jobs_seconds(None, Some(0)), 0);
     }
 }

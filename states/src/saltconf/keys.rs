@@ -366,7 +366,6 @@ pub const MASTER: &[(&[&str], Kind)] = &[
         &[
             "archive_jobs",
             "job_cache_store_endtime",
-            "keep_jobs",
             "runner_returns",
             "unique_jid",
         ],
