@@ -121,6 +121,31 @@ pub const FUNCTIONS: &[StateFunction] = &[
         kwargs: false,
         handler: state_handler!(extension_absent),
     },
+    StateFunction {
+        name: "postgres_privileges.present",
+        params: params![
+            Param::req("name"),
+            Param::req("object_name"),
+            Param::req("object_type"),
+            Param::opt("privileges", Lit::None),
+            Param::opt("grant_option", Lit::None),
+            Param::opt("prepend", Lit::Str("public")),
+        ],
+        kwargs: false,
+        handler: state_handler!(privileges_present),
+    },
+    StateFunction {
+        name: "postgres_privileges.absent",
+        params: params![
+            Param::req("name"),
+            Param::req("object_name"),
+            Param::req("object_type"),
+            Param::opt("privileges", Lit::None),
+            Param::opt("prepend", Lit::Str("public")),
+        ],
+        kwargs: false,
+        handler: state_handler!(privileges_absent),
+    },
 ];
 
 /// How psql reaches the server: Salt's `db_args` with the config defaults applied.
@@ -1179,6 +1204,434 @@ async fn extension_absent(call: StateCall) -> Result<Ret, StateError> {
     } else {
         ret.result = Some(false);
         ret.comment = format!("Extension {name} failed to be removed");
+    }
+    Ok(ret)
+}
+
+/// Salt's `_PRIVILEGES_MAP`: an ACL letter and the privilege it stands for.
+const PRIVILEGE_LETTERS: &[(char, &str)] = &[
+    ('a', "INSERT"),
+    ('C', "CREATE"),
+    ('D', "TRUNCATE"),
+    ('c', "CONNECT"),
+    ('t', "TRIGGER"),
+    ('r', "SELECT"),
+    ('U', "USAGE"),
+    ('T', "TEMPORARY"),
+    ('w', "UPDATE"),
+    ('X', "EXECUTE"),
+    ('x', "REFERENCES"),
+    ('d', "DELETE"),
+    ('m', "MAINTAIN"),
+    ('*', "GRANT"),
+];
+
+fn privilege_of(letter: char) -> &'static str {
+    PRIVILEGE_LETTERS
+        .iter()
+        .find(|(l, _)| *l == letter)
+        .map_or("?", |(_, p)| p)
+}
+
+/// Salt's `_PRIVILEGE_TYPE_MAP`: the ACL letters each object type has.
+fn type_letters(object_type: &str) -> Option<&'static str> {
+    Some(match object_type {
+        "table" => "arwdDxtm",
+        "tablespace" => "C",
+        "language" => "U",
+        "sequence" => "rwU",
+        "schema" => "UC",
+        "database" => "CTc",
+        "function" => "X",
+        _ => return None,
+    })
+}
+
+/// The privileges argument as Salt's state joins it and `_mod_priv_opts` splits it.
+fn privilege_args(call: &StateCall) -> (Option<String>, Vec<String>) {
+    let joined = match call.arg("privileges") {
+        Some(Value::Array(a)) if !a.is_empty() => {
+            Some(a.iter().map(python::str).collect::<Vec<_>>().join(","))
+        }
+        Some(Value::String(s)) if !s.is_empty() => {
+            Some(s.chars().map(String::from).collect::<Vec<_>>().join(","))
+        }
+        _ => None,
+    };
+    let split = regex::Regex::new(r"\s?,\s?").expect("the privileges separator compiles");
+    let privs = split
+        .split(&joined.clone().unwrap_or_default().to_uppercase())
+        .map(str::to_owned)
+        .collect();
+    (joined, privs)
+}
+
+/// Salt's `_validate_privileges`.
+fn validate_privileges(
+    object_type: &str,
+    privs: &[String],
+    privileges: Option<&str>,
+) -> Result<(), StateError> {
+    if object_type == "group" {
+        if privileges.is_some() {
+            return Err(StateError(
+                "The privileges option should not be set for object_type group".into(),
+            ));
+        }
+        return Ok(());
+    }
+    let letters = type_letters(object_type)
+        .ok_or_else(|| StateError(format!("Invalid object_type: {object_type} provided")))?;
+    let mut allowed: Vec<&str> = letters.chars().map(privilege_of).collect();
+    allowed.push("ALL");
+    if !privs.iter().all(|p| allowed.contains(&p.as_str())) {
+        return Err(StateError(format!(
+            "Invalid privilege(s): {} provided for object {object_type}",
+            privileges.unwrap_or("")
+        )));
+    }
+    Ok(())
+}
+
+impl Conn {
+    /// Salt's `_get_object_owner`.
+    async fn object_owner(
+        &self,
+        name: &str,
+        object_type: &str,
+        prepend: &str,
+    ) -> Result<Option<String>, StateError> {
+        let sql = match object_type {
+            "table" => format!(
+                "SELECT tableowner AS name FROM pg_tables WHERE schemaname = '{prepend}' AND \
+                 tablename = '{name}'"
+            ),
+            "sequence" => format!(
+                "SELECT rolname AS name FROM pg_catalog.pg_class c JOIN pg_roles r ON \
+                 c.relowner = r.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE relkind='S' AND nspname='{prepend}' AND relname = '{name}'"
+            ),
+            "schema" => format!(
+                "SELECT rolname AS name FROM pg_namespace n JOIN pg_roles r ON n.nspowner = \
+                 r.oid WHERE nspname = '{name}'"
+            ),
+            "function" => format!(
+                "SELECT rolname AS name FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace \
+                 n ON n.oid = p.pronamespace JOIN pg_catalog.pg_roles r ON p.proowner = r.oid \
+                 WHERE nspname = '{prepend}' AND p.oid::regprocedure::text = '{name}' ORDER BY \
+                 proname, proargtypes"
+            ),
+            "tablespace" => format!(
+                "SELECT rolname AS name FROM pg_tablespace t JOIN pg_roles r ON t.spcowner = \
+                 r.oid WHERE spcname = '{name}'"
+            ),
+            "language" => format!(
+                "SELECT rolname AS name FROM pg_language l JOIN pg_roles r ON l.lanowner = \
+                 r.oid WHERE lanname = '{name}'"
+            ),
+            _ => format!(
+                "SELECT rolname AS name FROM pg_database d JOIN pg_roles r ON d.datdba = r.oid \
+                 WHERE datname = '{name}'"
+            ),
+        };
+        Ok(self
+            .query(&sql)
+            .await?
+            .first()
+            .and_then(|r| r.get("name"))
+            .map(python::str))
+    }
+
+    /// Salt's `privileges_list`: role to its privileges (privilege to grant option), or for
+    /// a group, member to admin option.
+    async fn privileges_list(
+        &self,
+        name: &str,
+        object_type: &str,
+        prepend: &str,
+    ) -> Result<Map<String, Value>, StateError> {
+        let acl = |col: &str, from: &str, cond: String, order: &str| {
+            format!("SELECT {col} AS name FROM {from} WHERE {cond} ORDER BY {order}")
+        };
+        let sql = match object_type {
+            "table" | "sequence" => acl(
+                "relacl",
+                "pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace",
+                format!(
+                    "nspname = '{prepend}' AND relname = '{name}' AND relkind {}",
+                    if object_type == "table" {
+                        "in ('r', 'v')"
+                    } else {
+                        "= 'S'"
+                    }
+                ),
+                "relname",
+            ),
+            "schema" => acl(
+                "nspacl",
+                "pg_catalog.pg_namespace",
+                format!("nspname = '{name}'"),
+                "nspname",
+            ),
+            "function" => acl(
+                "proacl",
+                "pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace",
+                format!("nspname = '{prepend}' AND p.oid::regprocedure::text = '{name}'"),
+                "proname, proargtypes",
+            ),
+            "tablespace" => acl(
+                "spcacl",
+                "pg_catalog.pg_tablespace",
+                format!("spcname = '{name}'"),
+                "spcname",
+            ),
+            "language" => acl(
+                "lanacl",
+                "pg_catalog.pg_language",
+                format!("lanname = '{name}'"),
+                "lanname",
+            ),
+            "database" => acl(
+                "datacl",
+                "pg_catalog.pg_database",
+                format!("datname = '{name}'"),
+                "datname",
+            ),
+            _ => format!(
+                "SELECT rolname, admin_option FROM pg_catalog.pg_auth_members m JOIN \
+                 pg_catalog.pg_roles r ON m.member=r.oid WHERE m.roleid IN (SELECT oid FROM \
+                 pg_catalog.pg_roles WHERE rolname='{name}') ORDER BY rolname"
+            ),
+        };
+        let mut ret = Map::new();
+        for row in self.query(&sql).await? {
+            if object_type == "group" {
+                ret.insert(
+                    python::str(&row["rolname"]),
+                    json!(row["admin_option"] == "t"),
+                );
+                continue;
+            }
+            let text = python::str(&row["name"]);
+            let text = text.trim_matches(|c| c == '{' || c == '}');
+            if text.is_empty() {
+                continue;
+            }
+            for part in text.split(',') {
+                let perms_part = part.split('/').next().unwrap_or_default();
+                let (role, perms) = perms_part.split_once('=').unwrap_or((perms_part, ""));
+                let role = if role.is_empty() { "public" } else { role };
+                let mut privs = Map::new();
+                let mut previous: Option<&str> = None;
+                for letter in perms.chars() {
+                    if letter == '*'
+                        && let Some(p) = previous
+                    {
+                        privs.insert(p.into(), json!(true));
+                    } else {
+                        let p = privilege_of(letter);
+                        privs.insert(p.into(), json!(false));
+                        previous = Some(p);
+                    }
+                }
+                ret.insert(role.to_owned(), Value::Object(privs));
+            }
+        }
+        Ok(ret)
+    }
+
+    /// Salt's `has_privileges`.
+    #[allow(clippy::too_many_arguments)]
+    async fn has_privileges(
+        &self,
+        name: &str,
+        object_name: &str,
+        object_type: &str,
+        privileges: Option<&str>,
+        privs: &[String],
+        grant_option: bool,
+        prepend: &str,
+    ) -> Result<bool, StateError> {
+        validate_privileges(object_type, privs, privileges)?;
+        if object_type != "group"
+            && self
+                .object_owner(object_name, object_type, prepend)
+                .await?
+                .as_deref()
+                == Some(name)
+        {
+            return Ok(true);
+        }
+        let list = self
+            .privileges_list(object_name, object_type, prepend)
+            .await?;
+        let Some(have) = list.get(name) else {
+            return Ok(false);
+        };
+        if object_type == "group" {
+            return Ok(!grant_option || python::truthy(have));
+        }
+        let letters = type_letters(object_type).unwrap_or_default();
+        let all: Vec<&str> = letters.chars().map(privilege_of).collect();
+        let have = have.as_object().cloned().unwrap_or_default();
+        if grant_option {
+            let want: Map<String, Value> =
+                all.iter().map(|p| ((*p).to_owned(), json!(true))).collect();
+            return Ok(want == have);
+        }
+        if privs.iter().any(|p| p == "ALL") {
+            let mut a: Vec<&str> = all.clone();
+            let mut b: Vec<&str> = have.keys().map(String::as_str).collect();
+            a.sort_unstable();
+            b.sort_unstable();
+            return Ok(a == b);
+        }
+        Ok(privs.iter().all(|p| have.contains_key(p)))
+    }
+}
+
+async fn privileges_present(call: StateCall) -> Result<Ret, StateError> {
+    let name = call.name.clone();
+    let mut ret = Ret::new(&name);
+    ret.comment = "The requested privilege(s) are already set".into();
+    let conn = Conn::from_call(&call);
+    let object_name = arg_str(&call, "object_name").unwrap_or_default();
+    let object_type = arg_str(&call, "object_type")
+        .unwrap_or_default()
+        .to_lowercase();
+    let prepend = arg_str(&call, "prepend").unwrap_or_else(|| "public".into());
+    let grant_option = call.arg("grant_option").is_some_and(python::truthy);
+    let (privileges, privs) = privilege_args(&call);
+    let p = privileges.as_deref();
+    if conn
+        .has_privileges(
+            &name,
+            &object_name,
+            &object_type,
+            p,
+            &privs,
+            grant_option,
+            &prepend,
+        )
+        .await?
+    {
+        return Ok(ret);
+    }
+    let shown = if object_type == "group" {
+        object_name.clone()
+    } else {
+        privileges.clone().unwrap_or_else(|| "None".into())
+    };
+    if call.test {
+        ret.result = None;
+        ret.comment = format!("The privilege(s): {shown} are set to be granted to {name}");
+        return Ok(ret);
+    }
+    // postgres.privileges_grant (it checks again without the grant option).
+    let granted = if conn
+        .has_privileges(
+            &name,
+            &object_name,
+            &object_type,
+            p,
+            &privs,
+            false,
+            &prepend,
+        )
+        .await?
+    {
+        false
+    } else {
+        let grants = privs.join(",");
+        let on = match object_type.as_str() {
+            "table" | "sequence" => format!("{prepend}.\"{object_name}\""),
+            "function" => object_name.clone(),
+            _ => format!("\"{object_name}\""),
+        };
+        let all_in_schema = matches!(object_type.as_str(), "table" | "sequence")
+            && object_name.to_uppercase() == "ALL";
+        let upper = object_type.to_uppercase();
+        let mut sql = if object_type == "group" {
+            format!("GRANT {object_name} TO \"{name}\"")
+        } else if all_in_schema {
+            format!("GRANT {grants} ON ALL {upper}S IN SCHEMA {prepend} TO \"{name}\"")
+        } else {
+            format!("GRANT {grants} ON {upper} {on} TO \"{name}\"")
+        };
+        if grant_option {
+            sql.push_str(if object_type == "group" {
+                " WITH ADMIN OPTION"
+            } else {
+                " WITH GRANT OPTION"
+            });
+        }
+        conn.run(&sql).await?
+    };
+    if granted {
+        ret.comment = format!("The privilege(s): {shown} have been granted to {name}");
+        ret.changes.insert(name.clone(), json!("Present"));
+    } else {
+        ret.comment = format!("Failed to grant privilege(s): {shown} to {name}");
+        ret.result = Some(false);
+    }
+    Ok(ret)
+}
+
+async fn privileges_absent(call: StateCall) -> Result<Ret, StateError> {
+    let name = call.name.clone();
+    let mut ret = Ret::new(&name);
+    ret.comment = "The requested privilege(s) are not set so cannot be revoked".into();
+    let conn = Conn::from_call(&call);
+    let object_name = arg_str(&call, "object_name").unwrap_or_default();
+    let object_type = arg_str(&call, "object_type")
+        .unwrap_or_default()
+        .to_lowercase();
+    let prepend = arg_str(&call, "prepend").unwrap_or_else(|| "public".into());
+    let (privileges, privs) = privilege_args(&call);
+    let p = privileges.as_deref();
+    if !conn
+        .has_privileges(
+            &name,
+            &object_name,
+            &object_type,
+            p,
+            &privs,
+            false,
+            &prepend,
+        )
+        .await?
+    {
+        return Ok(ret);
+    }
+    let shown = if object_type == "group" {
+        object_name.clone()
+    } else {
+        privileges.clone().unwrap_or_else(|| "None".into())
+    };
+    if call.test {
+        ret.result = None;
+        ret.comment = format!("The privilege(s): {shown} are set to be revoked from {name}");
+        return Ok(ret);
+    }
+    let on = match object_type.as_str() {
+        "table" | "sequence" => format!("{prepend}.{object_name}"),
+        _ => object_name.clone(),
+    };
+    let sql = if object_type == "group" {
+        format!("REVOKE {object_name} FROM {name}")
+    } else {
+        format!(
+            "REVOKE {} ON {} {on} FROM {name}",
+            privs.join(","),
+            object_type.to_uppercase()
+        )
+    };
+    if conn.run(&sql).await? {
+        ret.comment = format!("The privilege(s): {shown} have been revoked from {name}");
+        ret.changes.insert(name.clone(), json!("Absent"));
+    } else {
+        ret.comment = format!("Failed to revoke privilege(s): {shown} from {name}");
+        ret.result = Some(false);
     }
     Ok(ret)
 }
