@@ -212,6 +212,10 @@ impl Ctx {
             v.as_object().map_or(0, |m| m.len())
         };
         swarm.stop();
+        eprintln!(
+            "  idle: master {:.1}% CPU, RSS {:?} MiB; loaded: {:.1}% CPU, RSS {:?} MiB; mine of {mined}",
+            idle.cpu_pct, idle.rss_mib, loaded.cpu_pct, loaded.rss_mib
+        );
         let by_minion = fires(&master, &self.bins)?;
         let s = spread(&by_minion);
         let fired = by_minion.len();
