@@ -87,6 +87,7 @@ pub(crate) mod ssh;
 pub(crate) mod state;
 pub(crate) mod status;
 pub(crate) mod sys;
+pub(crate) mod sys_states;
 pub(crate) mod sysctl;
 pub(crate) mod test;
 pub(crate) mod timezone;
@@ -130,6 +131,7 @@ pub(crate) const MODULES: &[&[Function]] = &[
     state::FUNCTIONS,
     status::FUNCTIONS,
     sys::FUNCTIONS,
+    sys_states::FUNCTIONS,
     sysctl::FUNCTIONS,
     test::FUNCTIONS,
     timezone::FUNCTIONS,

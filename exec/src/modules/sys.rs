@@ -484,8 +484,12 @@ mod tests {
                 "sys.doc",
                 "sys.list_functions",
                 "sys.list_modules",
+                "sys.list_renderers",
                 "sys.list_runner_functions",
-                "sys.runner_doc"
+                "sys.list_state_functions",
+                "sys.list_state_modules",
+                "sys.runner_doc",
+                "sys.state_doc"
             ]
         );
         let all = run("sys.doc", json!([])).await;

@@ -5,6 +5,7 @@
 //! fetches `salt://` files and may call execution functions), run the low chunks, and set
 //! Salt's retcode: 1 for a list of compile errors, 2 when a state failed, 5 for pillar errors.
 
+pub mod introspect;
 pub mod options;
 pub mod pause;
 pub mod queue;
@@ -107,6 +108,7 @@ async fn dispatch(call: Call) -> Result<Value, ExecError> {
                 .map_err(|e| ExecError::execution(format!("cannot write the request file: {e}")))
         }
         "state.clear_cache" => Ok(clear_cache(&call.ctx)),
+        f if f.starts_with("sys.") => introspect::call(&call),
         _ => run::state_run(call).await,
     }
 }
