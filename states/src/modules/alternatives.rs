@@ -1,9 +1,8 @@
 //! Salt's `alternatives` state module (`salt/states/alternatives.py`): `install`, `remove`,
 //! `set` (Salt's `set_`) and `auto`, with the execution side they call
-//! (`salt/modules/alternatives.py`: `display`, `check_exists`, `check_installed`,
-//! `show_current`, `install`, `remove`, `set`, `auto`) run through `update-alternatives`
-//! (`alternatives` on the RedHat family); the current choice is read from
-//! `/etc/alternatives/<name>` as Salt reads it.
+//! (`salt/modules/alternatives.py`: `display`, `check_exists`, `check_installed`, `install`,
+//! `remove`, `set`, `auto`) run through `update-alternatives` (`alternatives` on the RedHat
+//! family); the current choice comes from exec's `alternatives.show_current`.
 
 use serde_json::{Value, json};
 
@@ -93,11 +92,20 @@ async fn check_exists(call: &StateCall, name: &str, path: &str) -> Result<bool, 
     Ok(out.lines().any(|l| l.starts_with(path)))
 }
 
-/// `alternatives.show_current`: where `/etc/alternatives/<name>` points, `None` without it.
-fn show_current(name: &str) -> Option<String> {
-    std::fs::read_link(format!("/etc/alternatives/{name}"))
-        .ok()
-        .map(|p| p.display().to_string())
+/// `alternatives.show_current` (the execution function): where `/etc/alternatives/<name>`
+/// points, `None` without it.
+async fn show_current(call: &StateCall, name: &str) -> Result<Option<String>, StateError> {
+    let current = call
+        .salt(
+            "alternatives.show_current",
+            vec![json!(name)],
+            Default::default(),
+        )
+        .await?;
+    Ok(match current {
+        Value::String(s) if !s.is_empty() => Some(s),
+        _ => None,
+    })
 }
 
 /// A changing command's answer as Salt's `install`/`remove`/`set`/`auto` give it: stderr
@@ -142,7 +150,7 @@ async fn install(call: StateCall) -> Result<Ret, StateError> {
         true,
     );
     if check_exists(&call, &name, &path).await? {
-        ret.comment = if show_current(&name).as_deref() == Some(path.as_str()) {
+        ret.comment = if show_current(&call, &name).await?.as_deref() == Some(path.as_str()) {
             format!("Alternative for {name} set to path {path} with priority {prio}")
         } else {
             format!(
@@ -175,7 +183,7 @@ async fn remove(call: StateCall) -> Result<Ret, StateError> {
             return Ok(ret);
         }
         run(&call, &["--remove", &name, &path]).await?;
-        if let Some(current) = show_current(&name) {
+        if let Some(current) = show_current(&call, &name).await? {
             ret.comment = format!("Alternative for {name} removed. Falling back to path {current}");
             ret.changes.insert("path".into(), json!(current));
         } else {
@@ -183,7 +191,7 @@ async fn remove(call: StateCall) -> Result<Ret, StateError> {
         }
         return Ok(ret);
     }
-    if let Some(current) = show_current(&name) {
+    if let Some(current) = show_current(&call, &name).await? {
         ret.comment = format!("Alternative for {name} is set to it's default path {current}");
         return Ok(ret);
     }
@@ -197,7 +205,7 @@ async fn set(call: StateCall) -> Result<Ret, StateError> {
     let path = arg(&call, "path");
     let mut ret = Ret::new(&name);
     ret.extra.insert("path".into(), json!(path));
-    if show_current(&name).as_deref() == Some(path.as_str()) {
+    if show_current(&call, &name).await?.as_deref() == Some(path.as_str()) {
         ret.comment = format!("Alternative for {name} already set to {path}");
         return Ok(ret);
     }
@@ -213,7 +221,7 @@ async fn set(call: StateCall) -> Result<Ret, StateError> {
         return Ok(ret);
     }
     run(&call, &["--set", &name, &path]).await?;
-    match show_current(&name) {
+    match show_current(&call, &name).await? {
         Some(current) if current == path => {
             ret.comment = format!("Alternative for {name} set to path {current}");
             ret.changes.insert("path".into(), json!(current));
