@@ -378,7 +378,7 @@ fn arg_str(call: &StateCall, key: &str) -> Option<String> {
     call.arg(key).map(python::str)
 }
 
-fn is_true(call: &StateCall, key: &str) -> bool {
+fn arg_is_true(call: &StateCall, key: &str) -> bool {
     call.arg(key).is_some_and(python::is_true)
 }
 
@@ -536,8 +536,8 @@ async fn user_present(call: StateCall) -> Result<Ret, StateError> {
         .arg("password_hash")
         .map(python::str)
         .filter(|s| !s.is_empty());
-    let allow_pwless = is_true(&call, "allow_passwordless");
-    let unix_socket = is_true(&call, "unix_socket");
+    let allow_pwless = arg_is_true(&call, "allow_passwordless");
+    let unix_socket = arg_is_true(&call, "unix_socket");
     let auth_plugin =
         arg_str(&call, "auth_plugin").unwrap_or_else(|| "mysql_native_password".into());
     let mut ret = Ret::new(&name);
@@ -941,7 +941,7 @@ impl GrantArgs {
             database: arg_str(call, "database").unwrap_or_else(|| "None".into()),
             user: arg_str(call, "user").unwrap_or_else(|| "None".into()),
             host: arg_str(call, "host").unwrap_or_else(|| "localhost".into()),
-            grant_option: is_true(call, "grant_option"),
+            grant_option: arg_is_true(call, "grant_option"),
             escape: call.arg("escape").is_none_or(python::is_true),
         }
     }
@@ -1015,7 +1015,7 @@ async fn grants_present(call: StateCall) -> Result<Ret, StateError> {
         Ok(false) => {}
         Err(e) => return Ok(failed(ret, e)),
     }
-    if is_true(&call, "revoke_first") && !call.test {
+    if arg_is_true(&call, "revoke_first") && !call.test {
         let (db, table) = database.rsplit_once('.').unwrap_or(("", database));
         let my_db = strip_quotes(&quote_identifier(db, table == "*"));
         for line in conn.user_grants(user, host).await?.unwrap_or_default() {
