@@ -355,16 +355,15 @@ fn include_config(
             if let Some(nested) = opts.get("include").cloned()
                 && !is_empty(&nested)
             {
-                let (more, more_origin) =
-                    include_config(
-                        daemon,
-                        &nested,
-                        &file,
-                        verbose,
-                        "include",
-                        loaded,
-                        depth + 1,
-                    )?;
+                let (more, more_origin) = include_config(
+                    daemon,
+                    &nested,
+                    &file,
+                    verbose,
+                    "include",
+                    loaded,
+                    depth + 1,
+                )?;
                 for (k, v) in more {
                     opts.insert(k, v);
                 }
