@@ -35,6 +35,9 @@ pub struct RawConfig {
     pub cachedir: Option<PathBuf>,
     /// Accept every new minion key (Salt's `auto_accept`).
     pub auto_accept: Option<bool>,
+    /// Accept whatever key a minion presents, even a rejected or changed one (Salt's
+    /// `open_mode`).
+    pub open_mode: Option<bool>,
     /// File of minion id globs whose keys are accepted on sight (Salt's `autosign_file`).
     pub autosign_file: Option<PathBuf>,
     /// Accept minions whose certificate our CA or an external CA issued, without the pending step.
@@ -325,6 +328,8 @@ pub struct MasterConfig {
     pub cachedir: PathBuf,
     /// Accept every minion key.
     pub auto_accept: bool,
+    /// Accept any key a minion presents, replacing the accepted one (Salt's `open_mode`).
+    pub open_mode: bool,
     /// Globs of minion ids accepted on sight.
     pub autosign_file: Option<PathBuf>,
     /// Accept CA-issued minion certificates without the pending step.
@@ -621,6 +626,7 @@ impl MasterConfig {
             http: network.http,
             pki_dir,
             auto_accept: raw.auto_accept.unwrap_or(false),
+            open_mode: raw.open_mode.unwrap_or(false),
             autosign_file: raw.autosign_file.map(|p| rooted(&root, &p)),
             accept_ca_signed_minions: raw.accept_ca_signed_minions.unwrap_or(true),
             minion_ca_files: raw.minion_ca_files.unwrap_or_default(),

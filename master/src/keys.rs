@@ -89,6 +89,9 @@ impl Admission {
 pub struct KeyPolicy {
     /// Salt's `auto_accept`.
     pub auto_accept: bool,
+    /// Salt's `open_mode`: no checks, the presented key is accepted (replacing the accepted
+    /// one), whatever was rejected, denied or pending.
+    pub open_mode: bool,
     /// Salt's `autosign_file`.
     pub autosign_file: Option<PathBuf>,
     /// Accept certificates issued by a trusted CA without the pending step.
@@ -381,6 +384,19 @@ impl KeyStore {
         if admitted(&keys, id, pem) {
             return Ok(Admission::Accepted);
         }
+        if self.policy.open_mode {
+            // Salt's open mode: "nuts to checks and overwrite whatever is there". The key is
+            // accepted as presented, replacing a changed one; a rejected, denied or pending
+            // entry of the id goes (Salt skips those checks; here they would keep the key out).
+            if keys.contains_key(&(KeyState::Accepted, id.to_owned())) {
+                tracing::info!(%id, "open_mode: the minion presented another key; it replaces the accepted one");
+            }
+            for other in [KeyState::Rejected, KeyState::Denied, KeyState::Pending] {
+                self.remove(&mut keys, other, id)?;
+            }
+            self.put_unsynced(&mut keys, KeyState::Accepted, id, pem, written)?;
+            return Ok(Admission::Accepted);
+        }
         let get = |keys: &BTreeMap<(KeyState, String), String>, s: KeyState| {
             keys.get(&(s, id.to_owned())).cloned()
         };
@@ -555,6 +571,7 @@ mod tests {
 
     const MANUAL: KeyPolicy = KeyPolicy {
         auto_accept: false,
+        open_mode: false,
         autosign_file: None,
         accept_ca_signed: true,
     };
@@ -615,6 +632,7 @@ mod tests {
             &d,
             KeyPolicy {
                 auto_accept: false,
+                open_mode: false,
                 autosign_file: Some(sign),
                 accept_ca_signed: false,
             },
@@ -654,6 +672,45 @@ mod tests {
             ks2.admit("ca2", &key("ca2"), Issuer::ExternalCa).unwrap(),
             Admission::Accepted
         );
+        let _ = std::fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn open_mode_accepts_any_key_and_replaces_a_changed_one() {
+        let d = tmp("open");
+        let manual = store(&d, MANUAL);
+        let (k1, k2) = (key("web1"), key("web1"));
+        manual.admit("web1", &k1, Issuer::SelfSigned).unwrap();
+        manual
+            .transition("web1", &[KeyState::Pending], KeyState::Rejected)
+            .unwrap();
+        // The same keys under open_mode (a master restarted with it): the rejected id is
+        // accepted with the key it presents, then a changed key replaces it.
+        let open = store(
+            &d,
+            KeyPolicy {
+                open_mode: true,
+                ..MANUAL
+            },
+        );
+        assert_eq!(
+            open.admit("web1", &k1, Issuer::SelfSigned).unwrap(),
+            Admission::Accepted
+        );
+        assert_eq!(
+            open.admit("web1", &k2, Issuer::SelfSigned).unwrap(),
+            Admission::Accepted
+        );
+        assert!(open.is_admitted("web1", &k2) && !open.is_admitted("web1", &k1));
+        assert!(!d.join("minions_rejected/web1").exists());
+        assert_eq!(std::fs::read_to_string(d.join("minions/web1")).unwrap(), k2);
+        // A new id is accepted at once, with no pending step.
+        let k3 = key("db1");
+        assert_eq!(
+            open.admit("db1", &k3, Issuer::SelfSigned).unwrap(),
+            Admission::Accepted
+        );
+        assert!(!d.join("minions_pre/db1").exists());
         let _ = std::fs::remove_dir_all(d);
     }
 

@@ -258,6 +258,7 @@ impl Stores {
             &cfg.pki_dir,
             KeyPolicy {
                 auto_accept: cfg.auto_accept,
+                open_mode: cfg.open_mode,
                 autosign_file: cfg.autosign_file.clone(),
                 accept_ca_signed: cfg.accept_ca_signed_minions,
             },
