@@ -94,6 +94,19 @@ impl MinionApi {
     }
 }
 
+/// How many pillar compiles run at once: one per core. Each compile is CPU on the blocking
+/// pool; a fleet subscribing together started one per minion (up to tokio's 512 threads),
+/// whose CPU starved the async workers finishing TLS handshakes, so minions timed out,
+/// retried, and their compiles were wasted (the pillar-fleet bench at 10,000: 680 minions
+/// with their pillar after 620 s). A waiting subscription whose minion gives up is dropped
+/// before it compiles anything.
+fn compile_permits() -> &'static tokio::sync::Semaphore {
+    static PERMITS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    PERMITS.get_or_init(|| {
+        tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get()))
+    })
+}
+
 /// Compiles a minion's pillar on the blocking pool: it reads and renders files, and a fleet
 /// subscribing at once must not hold the async workers on them.
 async fn compile_pillar(
@@ -103,6 +116,10 @@ async fn compile_pillar(
 ) -> Result<Value, String> {
     let roots = master.cfg.pillar.clone();
     let id = id.to_owned();
+    let _permit = compile_permits()
+        .acquire()
+        .await
+        .map_err(|e| format!("pillar compilation failed: {e}"))?;
     tokio::task::spawn_blocking(move || {
         crate::pillar::compile(&roots, &id, &grains).map_err(|e| e.to_string())
     })
@@ -130,6 +147,10 @@ async fn compile_pillar_env(
 ) -> Result<Value, String> {
     let roots = master.cfg.pillar.clone();
     let id = id.to_owned();
+    let _permit = compile_permits()
+        .acquire()
+        .await
+        .map_err(|e| format!("pillar compilation failed: {e}"))?;
     tokio::task::spawn_blocking(move || {
         Arc::unwrap_or_clone(roots.compile_env(&id, &grains, saltenv, pillarenv))
     })
