@@ -52,7 +52,7 @@ async fn run_sub(
     req.tgt = ids.join(",");
     req.tgt_type = "list".into();
     let mut left: BTreeSet<String> = ids.into_iter().collect();
-    let mut client = JobServiceClient::new(ch);
+    let mut client = JobServiceClient::new(ch).max_decoding_message_size(usize::MAX);
     let run = pb::RunRequest {
         publish: Some(req),
         timeout: a.0,
@@ -128,7 +128,7 @@ pub async fn run(ch: Channel, req: pb::PublishRequest, a: &JobArgs, printer: &mu
         ret: String::new(),
         ..req.clone()
     };
-    let mut client = JobServiceClient::new(ch.clone());
+    let mut client = JobServiceClient::new(ch.clone()).max_decoding_message_size(usize::MAX);
     let run = pb::RunRequest {
         publish: Some(ping),
         timeout: a.timeout,

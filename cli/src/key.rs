@@ -293,7 +293,7 @@ pub async fn run(conn: &ConnectArgs, out: &OutputArgs, a: &KeyArgs) -> i32 {
         Ok(ch) => ch,
         Err(code) => return code,
     };
-    let mut client = KeyServiceClient::new(ch.clone());
+    let mut client = KeyServiceClient::new(ch.clone()).max_decoding_message_size(usize::MAX);
     let result = if let Some((change, glob)) = requested_change(a) {
         change_keys(&mut client, &mut printer, a, change, &glob).await
     } else if a.finger.is_some() || a.finger_all || a.print.is_some() || a.print_all {

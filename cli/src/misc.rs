@@ -128,7 +128,7 @@ async fn run_runner_with(
         Ok(ch) => ch,
         Err(code) => return code,
     };
-    let mut client = RunnerServiceClient::new(ch.clone());
+    let mut client = RunnerServiceClient::new(ch.clone()).max_decoding_message_size(usize::MAX);
     let arg: Vec<prost_types::Value> = args.iter().map(value::to_prost).collect();
     let kwarg = Some(value::map_to_struct(&kwargs));
     if a.r#async {
