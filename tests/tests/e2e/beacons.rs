@@ -143,55 +143,100 @@ fn beacons_added_and_saved_survive_a_restart() {
     );
 }
 
-/// A beacon keeps driving the reactor across a master restart: the minion reconnects and its
-/// next inotify event reaches the restarted master's reactor, which applies the state again.
-#[test]
-fn a_beacon_drives_the_reactor_again_after_the_master_restarts() {
-    let work = Scratch::new("beacons-restart");
-    let watched = work.0.join("watched");
-    std::fs::create_dir_all(&watched).unwrap();
-    let marker = work.0.join("reacted");
-    let sls = work.0.join("react.sls");
-    std::fs::write(
-        &sls,
-        format!(
-            "apply:\n  local.state.single:\n    - tgt: {{{{ data['id'] }}}}\n    - arg: [file.managed]\n\
-             \x20   - kwarg:\n        name: {}\n        contents: \"{{{{ data['path'] }}}}\"\n",
-            marker.display()
-        ),
-    )
-    .unwrap();
-    let mut master = Master::start(&format!(
-        "auto_accept: true\nreactor:\n  - 'salt/beacon/*/inotify/*':\n    - {}\n",
-        sls.display()
-    ));
-    let dir = watched.display().to_string();
-    let _minion = master.minion(
-        "bcn3",
-        &format!(
-            "loop_interval: 0.5\nbeacons:\n  inotify:\n    - files:\n        {dir}:\n          mask: [create]\n"
-        ),
-    );
-    master.wait_for("bcn3");
-    // Creates a file each second until the reactor wrote the marker naming one of them.
-    let react = |round: &str| {
+/// A watched directory, a marker file and a reactor SLS that writes into the marker the path
+/// of the file an inotify beacon event names (on the minion the event came from).
+struct ReactorSetup {
+    _work: Scratch,
+    watched: std::path::PathBuf,
+    marker: std::path::PathBuf,
+    /// The master's `reactor` key for it.
+    reactor: String,
+    /// The minion's `beacons` for the watched directory.
+    minion: String,
+}
+
+impl ReactorSetup {
+    fn new(name: &str) -> ReactorSetup {
+        let work = Scratch::new(name);
+        let watched = work.0.join("watched");
+        std::fs::create_dir_all(&watched).unwrap();
+        let marker = work.0.join("reacted");
+        let sls = work.0.join("react.sls");
+        std::fs::write(
+            &sls,
+            format!(
+                "apply:\n  local.state.single:\n    - tgt: {{{{ data['id'] }}}}\n    - arg: [file.managed]\n\
+                 \x20   - kwarg:\n        name: {}\n        contents: \"{{{{ data['path'] }}}}\"\n",
+                marker.display()
+            ),
+        )
+        .unwrap();
+        let dir = watched.display().to_string();
+        ReactorSetup {
+            reactor: format!(
+                "reactor:\n  - 'salt/beacon/*/inotify/*':\n    - {}\n",
+                sls.display()
+            ),
+            minion: format!(
+                "loop_interval: 0.5\nbeacons:\n  inotify:\n    - files:\n        {dir}:\n          mask: [create]\n"
+            ),
+            _work: work,
+            watched,
+            marker,
+        }
+    }
+
+    /// Creates a file each half second until the reactor wrote the marker naming one of this
+    /// round's files; the marker's text.
+    fn react(&self, round: &str) -> String {
+        let dir = self.watched.display().to_string();
         let mut n = 0;
         eventually(
             "the reactor applied the state for a beacon event",
             Duration::from_secs(40),
             || {
                 n += 1;
-                let _ = std::fs::write(watched.join(format!("{round}{n}")), "x");
+                let _ = std::fs::write(self.watched.join(format!("{round}{n}")), "x");
                 std::thread::sleep(Duration::from_millis(500));
-                std::fs::read_to_string(&marker)
+                std::fs::read_to_string(&self.marker)
                     .ok()
                     .filter(|t| t.contains(&format!("{dir}/{round}")))
             },
         )
-    };
-    react("before");
+    }
+}
+
+/// A beacon keeps driving the reactor across a master restart: the minion reconnects and its
+/// next inotify event reaches the restarted master's reactor, which applies the state again.
+#[test]
+fn a_beacon_drives_the_reactor_again_after_the_master_restarts() {
+    let setup = ReactorSetup::new("beacons-restart");
+    let mut master = Master::start(&format!("auto_accept: true\n{}", setup.reactor));
+    let _minion = master.minion("bcn3", &setup.minion);
+    master.wait_for("bcn3");
+    setup.react("before");
     master.restart();
     master.wait_for("bcn3");
-    let after = react("after");
+    let after = setup.react("after");
     assert!(after.contains("/after"), "{after:?}");
+}
+
+/// A beacon drives the reactor in a 3-replica cluster: the event reaches the bus on the
+/// minion's replica, the replica holding the reactor duty reacts, and the state it publishes
+/// reaches the minion through the replica that holds its connection, once for each of the
+/// three replicas in turn.
+#[test]
+fn a_beacon_drives_the_reactor_in_a_cluster() {
+    let Some((nats, pg)) = crate::cluster::servers() else {
+        return;
+    };
+    let setup = ReactorSetup::new("beacons-cluster");
+    let c = crate::cluster::Cluster::start(3, &nats, &pg, &setup.reactor);
+    for (i, r) in c.replicas.iter().enumerate() {
+        let id = format!("bcnc{i}");
+        let _minion = r.minion(&id, &setup.minion);
+        r.wait_for(&id);
+        let seen = setup.react(&format!("r{i}-"));
+        assert!(seen.contains(&format!("/r{i}-")), "{seen:?}");
+    }
 }
