@@ -242,6 +242,7 @@ impl Master {
     async fn channel(&self) -> anyhow::Result<Channel> {
         let pki = &self.cert_dir;
         let opts = ConnectOptions {
+            ipv6: None,
             host: "127.0.0.1".into(),
             port: self.port,
             transport: TransportKind::Quic,

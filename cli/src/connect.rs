@@ -141,6 +141,7 @@ impl ConnectArgs {
         let identity = CertKey::load(&cert, &key).context("cannot load the client certificate")?;
         let cas = pki::load_certs(&ca).context("cannot load the CA certificate (--ca)")?;
         Ok(ConnectOptions {
+            ipv6: None,
             host,
             port,
             transport: self.transport,

@@ -48,6 +48,7 @@ async fn fetch_pillar(cfg: &MinionConfig) -> anyhow::Result<(Value, Option<Value
     let mut last = None;
     for master in &cfg.masters {
         let opts = ConnectOptions {
+            ipv6: cfg.ipv6,
             host: master.host.clone(),
             port: master.port,
             transport: cfg.transport,

@@ -167,6 +167,10 @@ pub struct RawConfig {
     pub minion_id_caching: Option<bool>,
     /// Implemented (#27): Salt's `minion_id_lowercase`: a generated id is lowercased.
     pub minion_id_lowercase: Option<bool>,
+    /// Implemented (#27): Salt's `ipv6`: which address family of the master's name is
+    /// dialled (`true` IPv6, IPv4 when it has none; `false` IPv4 only; unset the resolver's
+    /// first).
+    pub ipv6: Option<bool>,
     /// Implemented (#27): Salt's `minion_id_remove_domain`: `true` cuts any domain off a
     /// generated id, a domain name cuts that domain (case-insensitively).
     pub minion_id_remove_domain: Option<Value>,
@@ -258,6 +262,8 @@ pub struct MinionConfig {
     pub random_reauth_delay: Duration,
     /// Transport.
     pub transport: TransportKind,
+    /// Address family of the masters' names (Salt's `ipv6`).
+    pub ipv6: Option<bool>,
     /// Key directory.
     pub pki_dir: PathBuf,
     /// State directory.
@@ -752,6 +758,7 @@ impl MinionConfig {
         )
         .map_err(|(key, message)| bad(key, message))?;
         Ok(MinionConfig {
+            ipv6: raw.ipv6,
             startup,
             id,
             masters,

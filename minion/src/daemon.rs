@@ -1021,6 +1021,7 @@ fn connect_options(
     reuse: &Arc<saltq_transport::client::TlsReuse>,
 ) -> ConnectOptions {
     ConnectOptions {
+        ipv6: cfg.ipv6,
         host: master.host.clone(),
         port: master.port,
         transport: cfg.transport,

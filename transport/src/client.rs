@@ -55,6 +55,10 @@ impl std::str::FromStr for TransportKind {
 pub struct ConnectOptions {
     /// Host name or address of the master, as written by the user.
     pub host: String,
+    /// Which address family of `host` to dial, as Salt's minion `ipv6` option: `Some(true)`
+    /// IPv6 (IPv4 when the name has no IPv6 address), `Some(false)` IPv4 only, `None` the
+    /// first address the system's resolver gives.
+    pub ipv6: Option<bool>,
     /// Port of the master.
     pub port: u16,
     /// Transport to use.
@@ -392,6 +396,24 @@ mod tests {
     use bytes::Bytes;
     use rustls::AlertDescription;
 
+    #[test]
+    fn the_address_family_follows_salts_ipv6_option() {
+        let v4: SocketAddr = "192.0.2.1:4506".parse().unwrap();
+        let v6: SocketAddr = "[2001:db8::1]:4506".parse().unwrap();
+        let both = [v4, v6];
+        assert_eq!(pick_address(&both, None), Some(v4), "the resolver's order");
+        assert_eq!(pick_address(&both, Some(true)), Some(v6));
+        assert_eq!(pick_address(&both, Some(false)), Some(v4));
+        assert_eq!(pick_address(&[v6, v4], Some(false)), Some(v4));
+        assert_eq!(
+            pick_address(&[v4], Some(true)),
+            Some(v4),
+            "IPv4 when there is no IPv6"
+        );
+        assert_eq!(pick_address(&[v6], Some(false)), None, "IPv4 only");
+        assert_eq!(pick_address(&[], None), None);
+    }
+
     fn closed_by_master(code: quinn::TransportErrorCode) -> quinn::ConnectionError {
         quinn::ConnectionError::ConnectionClosed(quinn::ConnectionClose {
             error_code: code,
@@ -653,12 +675,29 @@ async fn resolve(opts: &ConnectOptions) -> Result<SocketAddr, ConnectError> {
         kind,
         detail,
     };
-    let mut addrs = tokio::net::lookup_host((opts.host.as_str(), opts.port))
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((opts.host.as_str(), opts.port))
         .await
-        .map_err(|e| fail(FailureKind::Resolve, e.to_string()))?;
-    addrs
-        .next()
-        .ok_or_else(|| fail(FailureKind::Resolve, "no address".into()))
+        .map_err(|e| fail(FailureKind::Resolve, e.to_string()))?
+        .collect();
+    pick_address(&addrs, opts.ipv6).ok_or_else(|| {
+        let why = match opts.ipv6 {
+            Some(false) if !addrs.is_empty() => "no IPv4 address (ipv6: false)",
+            _ => "no address",
+        };
+        fail(FailureKind::Resolve, why.into())
+    })
+}
+
+/// The address to dial among those the resolver gave, in its order, as Salt's `dns_check`
+/// picks by the minion's `ipv6`: `Some(true)` the first IPv6 address (Salt asks for IPv6 and
+/// looks up IPv4 when that fails), `Some(false)` the first IPv4 one, `None` the first.
+pub fn pick_address(addrs: &[SocketAddr], ipv6: Option<bool>) -> Option<SocketAddr> {
+    let first = |v6: bool| addrs.iter().find(|a| a.is_ipv6() == v6).copied();
+    match ipv6 {
+        Some(true) => first(true).or_else(|| first(false)),
+        Some(false) => first(false),
+        None => addrs.first().copied(),
+    }
 }
 
 /// Dials the master and completes the TLS handshake.

@@ -254,6 +254,7 @@ async fn session(
     up: &Arc<watch::Sender<Option<Client>>>,
 ) -> anyhow::Result<()> {
     let opts = ConnectOptions {
+        ipv6: None,
         host: top.to_owned(),
         port,
         transport: saltq_transport::client::TransportKind::Quic,

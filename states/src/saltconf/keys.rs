@@ -318,7 +318,6 @@ const MASTER_MODULES: &str =
 const OPEN_FILES: &str = "the open-file soft limit is always raised to the hard limit at start";
 const PING_ON_ROTATE: &str = "Salt pings every minion after rotating its AES session key so they re-authenticate at once; saltq has no session key to rotate (each connection is its own TLS session, and a minion's certificate renewal is its own), so nothing needs a ping";
 const IPV6_MASTER: &str = "saltq's listeners on `interface: '::'` are always dual-stack (IPv6 and IPv4-mapped), what Salt's `ipv6: true` turns on; `interface` alone chooses the family";
-const IPV6_MINION: &str = "the master's name is resolved in the system's order (the first address getaddrinfo gives, either family); Salt's `ipv6: true` (IPv6 first, IPv4 after a failure) and `false` (IPv4 only) are not applied yet";
 const MISC_MASTER: &str = "not supported by saltq's master";
 const SYNDIC: &str =
     "Salt's syndic forwarding queues: saltq's syndic forwards each event and return as it comes";
@@ -1119,7 +1118,6 @@ pub const MINION: &[(&[&str], Kind)] = &[
         Kind::NoEffect(WINDOWS),
     ),
     (&["reactor"], Kind::NotYet(REACTOR_MINION)),
-    (&["ipv6"], Kind::NotYet(IPV6_MINION)),
     (&["rest_timeout"], Kind::NoEffect(OTHER)),
 ];
 

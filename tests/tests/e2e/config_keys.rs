@@ -317,3 +317,21 @@ fn gethostname_lower() -> String {
         .trim()
         .to_lowercase()
 }
+
+/// The minion's `ipv6` chooses the family of the master's address as Salt's `dns_check`:
+/// `true` asks for IPv6 and, for an IPv4 master (127.0.0.1 has no IPv6 form), falls back to
+/// IPv4 and connects; `false` keeps to IPv4 and connects as well.
+#[test]
+fn the_minions_ipv6_key_chooses_the_address_family_and_falls_back_as_salt() {
+    let master = Master::start("auto_accept: true\n");
+    let _v6 = master.minion("fam6", "ipv6: true\n");
+    let _v4 = master.minion("fam4", "ipv6: false\n");
+    master.wait_for("fam6");
+    master.wait_for("fam4");
+    let o = master.saltq(&["-L", "fam6,fam4", "test.ping", "--out", "json", "--static"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(
+        o.stdout.contains("\"fam6\": true") && o.stdout.contains("\"fam4\": true"),
+        "{o:?}"
+    );
+}

@@ -722,6 +722,7 @@ pub(crate) async fn dial(
     key: &std::path::Path,
 ) -> Channel {
     let opts = ConnectOptions {
+        ipv6: None,
         host: "127.0.0.1".into(),
         port: master.port,
         transport,

@@ -90,6 +90,7 @@ async fn a_functions_outputter_travels_with_its_return() {
     master.wait_for("lo1");
     let pki = master.pki_dir();
     let opts = ConnectOptions {
+        ipv6: None,
         host: "127.0.0.1".into(),
         port: master.port,
         transport: TransportKind::Quic,

@@ -63,6 +63,7 @@ async fn publish(
 ) -> String {
     let pki = master.pki_dir();
     let opts = ConnectOptions {
+        ipv6: None,
         host: "127.0.0.1".into(),
         port: master.port,
         transport: TransportKind::Quic,

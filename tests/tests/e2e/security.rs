@@ -39,6 +39,7 @@ async fn dial(
     key: &Path,
 ) -> Result<Channel, saltq_transport::ConnectError> {
     let opts = ConnectOptions {
+        ipv6: None,
         host: "127.0.0.1".into(),
         port: master.port,
         transport,
