@@ -140,15 +140,19 @@ class Browser:
             raise Failure(f"page script failed: {r['exceptionDetails']}")
         return r["result"].get("value")
 
-    def until(self, what, expression, timeout=STEP_TIMEOUT):
-        """Polls a JavaScript expression until it is truthy; returns its value."""
+    def until(self, what, expression, timeout=STEP_TIMEOUT, why=None):
+        """Polls a JavaScript expression until it is truthy; returns its value. `why`, an
+        expression read on timeout, says what stood in the way."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             v = self.js(expression)
             if v:
                 return v
             time.sleep(0.2)
-        raise Failure(f"timed out after {timeout} s waiting for {what}")
+        reason = self.js(why) if why else None
+        raise Failure(
+            f"timed out after {timeout} s waiting for {what}" + (f" ({reason})" if reason else "")
+        )
 
     def click(self, what, expression, timeout=STEP_TIMEOUT):
         """Clicks, with the mouse, the middle of the element `expression` finds, once it has
@@ -166,9 +170,13 @@ class Browser:
                 window.__saltqClickBox = box;
                 const x = r.x + r.width / 2, y = r.y + r.height / 2;
                 const hit = document.elementFromPoint(x, y);
-                return still && hit && (hit === e || e.contains(hit)) ? {{x, y}} : null;
+                const clear = hit && (hit === e || e.contains(hit));
+                window.__saltqCover = clear || !hit ? null
+                    : `${{hit.tagName.toLowerCase()}}.${{hit.className}} "${{(hit.innerText || '').slice(0, 60)}}"`;
+                return still && clear ? {{x, y}} : null;
             }})()""",
             timeout,
+            why="window.__saltqCover ? 'covered by ' + window.__saltqCover : null",
         )
         self.js("window.__saltqClickBox = null")
         for kind in ("mousePressed", "mouseReleased"):
@@ -332,6 +340,12 @@ def main():
             )
 
             step("keys refreshed")
+            # Alcali's toasts sit over the floating menus' corner: the next page's menu is
+            # clicked once the keys page's toast is gone.
+            b.until(
+                "the 'Keys refreshed' toast to close",
+                "![...document.querySelectorAll('.v-snack__content')].some(e => e.offsetParent !== null)",
+            )
             # The schedules page: its floating menu's refresh asks every minion's
             # `schedule.list` (return_yaml=False) through salt-api into Alcali's table, which
             # is drawn again with a row per minion and job.
@@ -340,19 +354,22 @@ def main():
                 "the schedules page's table",
                 "location.hash === '#/schedules' && !!document.querySelector('.v-data-table')",
             )
-            # The floating menu opens on a click once drawn; opened again until its refresh
-            # button shows.
+            # The floating menu opens on a click once drawn (a second click would close it):
+            # clicked only while closed, its refresh button given 10 s to settle each time.
             refresh = """[...document.querySelectorAll('.v-speed-dial__list button')]
                 .filter(e => e.offsetParent !== null && e.textContent.trim() === 'refresh')[0]"""
-            for _ in range(10):
-                if b.js(f"!!({refresh})"):
+            for attempt in range(4):
+                if not b.js("!!document.querySelector('.v-speed-dial--is-active')"):
+                    b.click(
+                        "the schedules page's floating menu",
+                        "document.querySelector('.v-speed-dial button')",
+                    )
+                try:
+                    b.click("the refresh-schedules button", refresh, timeout=10)
                     break
-                b.click(
-                    "the schedules page's floating menu",
-                    "document.querySelector('.v-speed-dial button')",
-                )
-                time.sleep(0.5)
-            b.click("the refresh-schedules button", refresh)
+                except Failure:
+                    if attempt == 3:
+                        raise
             b.until(
                 "Alcali's 'Schedules refreshed' (its answer to the refresh)",
                 "document.body.innerText.includes('Schedules refreshed')",
