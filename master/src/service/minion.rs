@@ -95,11 +95,9 @@ impl MinionApi {
 }
 
 /// How many pillar compiles run at once: one per core. Each compile is CPU on the blocking
-/// pool; a fleet subscribing together started one per minion (up to tokio's 512 threads),
-/// whose CPU starved the async workers finishing TLS handshakes, so minions timed out,
-/// retried, and their compiles were wasted (the pillar-fleet bench at 10,000: 680 minions
-/// with their pillar after 620 s). A waiting subscription whose minion gives up is dropped
-/// before it compiles anything.
+/// pool, and a fleet subscribing together would otherwise start one per minion (up to
+/// tokio's 512 threads) beside the async workers that finish TLS handshakes. A waiting
+/// subscription whose minion gives up is dropped before it compiles anything.
 fn compile_permits() -> &'static tokio::sync::Semaphore {
     static PERMITS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
     PERMITS.get_or_init(|| {
