@@ -130,6 +130,16 @@ fn matches(call: &Call, tgt: &Value, kind: TargetType, minion_id: &Value, delimi
     })
 }
 
+/// `tgt` of kind `kind` against the minion id (`minion_id`, else this minion's).
+fn on_id(call: &Call, kind: TargetType) -> bool {
+    matches(call, call.arg("tgt"), kind, call.arg("minion_id"), ":")
+}
+
+/// `tgt` of kind `kind` against this minion's grains, pillar or addresses.
+fn on_facts(call: &Call, kind: TargetType, delimiter: &str) -> bool {
+    matches(call, call.arg("tgt"), kind, &Value::Null, delimiter)
+}
+
 fn delimiter(call: &Call) -> String {
     python::str(call.arg("delimiter"))
 }
@@ -149,14 +159,7 @@ CLI Example:
 ";
 
 async fn compound(call: Call) -> Result<Value, ExecError> {
-    let m = matches(
-        &call,
-        call.arg("tgt"),
-        TargetType::Compound,
-        call.arg("minion_id"),
-        ":",
-    );
-    Ok(Value::Bool(m))
+    Ok(Value::Bool(on_id(&call, TargetType::Compound)))
 }
 
 const GLOB_DOC: &str = "Return True if the minion ID matches the given glob target
@@ -174,14 +177,7 @@ CLI Example:
 ";
 
 async fn glob(call: Call) -> Result<Value, ExecError> {
-    let m = matches(
-        &call,
-        call.arg("tgt"),
-        TargetType::Glob,
-        call.arg("minion_id"),
-        ":",
-    );
-    Ok(Value::Bool(m))
+    Ok(Value::Bool(on_id(&call, TargetType::Glob)))
 }
 
 const LIST_DOC: &str = "Return True if the minion ID matches the given list target
@@ -199,14 +195,7 @@ CLI Example:
 ";
 
 async fn list(call: Call) -> Result<Value, ExecError> {
-    let m = matches(
-        &call,
-        call.arg("tgt"),
-        TargetType::List,
-        call.arg("minion_id"),
-        ":",
-    );
-    Ok(Value::Bool(m))
+    Ok(Value::Bool(on_id(&call, TargetType::List)))
 }
 
 const PCRE_DOC: &str = "Return True if the minion ID matches the given pcre target
@@ -224,14 +213,7 @@ CLI Example:
 ";
 
 async fn pcre(call: Call) -> Result<Value, ExecError> {
-    let m = matches(
-        &call,
-        call.arg("tgt"),
-        TargetType::Pcre,
-        call.arg("minion_id"),
-        ":",
-    );
-    Ok(Value::Bool(m))
+    Ok(Value::Bool(on_id(&call, TargetType::Pcre)))
 }
 
 const GRAIN_DOC: &str =
@@ -247,14 +229,11 @@ CLI Example:
 ";
 
 async fn grain(call: Call) -> Result<Value, ExecError> {
-    let m = matches(
+    Ok(Value::Bool(on_facts(
         &call,
-        call.arg("tgt"),
         TargetType::Grain,
-        &Value::Null,
         &delimiter(&call),
-    );
-    Ok(Value::Bool(m))
+    )))
 }
 
 const GRAIN_PCRE_DOC: &str = "Return True if the minion matches the given grain_pcre target. The
@@ -269,14 +248,11 @@ CLI Example:
 ";
 
 async fn grain_pcre(call: Call) -> Result<Value, ExecError> {
-    let m = matches(
+    Ok(Value::Bool(on_facts(
         &call,
-        call.arg("tgt"),
         TargetType::GrainPcre,
-        &Value::Null,
         &delimiter(&call),
-    );
-    Ok(Value::Bool(m))
+    )))
 }
 
 const PILLAR_DOC: &str = "Return True if the minion matches the given pillar target. The
@@ -291,14 +267,11 @@ CLI Example:
 ";
 
 async fn pillar(call: Call) -> Result<Value, ExecError> {
-    let m = matches(
+    Ok(Value::Bool(on_facts(
         &call,
-        call.arg("tgt"),
         TargetType::Pillar,
-        &Value::Null,
         &delimiter(&call),
-    );
-    Ok(Value::Bool(m))
+    )))
 }
 
 const PILLAR_PCRE_DOC: &str = "Return True if the minion matches the given pillar_pcre target. The
@@ -313,14 +286,11 @@ CLI Example:
 ";
 
 async fn pillar_pcre(call: Call) -> Result<Value, ExecError> {
-    let m = matches(
+    Ok(Value::Bool(on_facts(
         &call,
-        call.arg("tgt"),
         TargetType::PillarPcre,
-        &Value::Null,
         &delimiter(&call),
-    );
-    Ok(Value::Bool(m))
+    )))
 }
 
 const IPCIDR_DOC: &str = "Return True if the minion matches the given ipcidr target
@@ -333,14 +303,7 @@ CLI Example:
 ";
 
 async fn ipcidr(call: Call) -> Result<Value, ExecError> {
-    let m = matches(
-        &call,
-        call.arg("tgt"),
-        TargetType::Ipcidr,
-        &Value::Null,
-        ":",
-    );
-    Ok(Value::Bool(m))
+    Ok(Value::Bool(on_facts(&call, TargetType::Ipcidr, ":")))
 }
 
 const DATA_DOC: &str = "Return True if the minion matches the given data target: a ``key:value``
